@@ -1,0 +1,32 @@
+// Cell versions and rows as returned by reads.
+//
+// Thread safety: plain values.
+#ifndef TABLETFS_STORE_CELL_H_
+#define TABLETFS_STORE_CELL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tabletfs {
+
+// One version of one cell.
+struct Cell {
+  std::string family;
+  std::string qualifier;
+  int64_t timestamp = 0;  // microseconds since the epoch
+  std::string value;
+
+  bool operator==(const Cell& other) const = default;
+};
+
+struct Row {
+  std::string key;
+  // Ordered by family (in the order the table's families were created),
+  // then qualifier (bytewise), then timestamp, newest first.
+  std::vector<Cell> cells;
+};
+
+}  // namespace tabletfs
+
+#endif  // TABLETFS_STORE_CELL_H_

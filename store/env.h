@@ -1,0 +1,138 @@
+// Env: every file operation and the clock of the store go through this
+// interface, so tests can run in memory, inject errors, fill the disk and
+// drop unsynced data (see store/env/mem_env.h, store/env/fault_env.h).
+//
+// Paths are plain strings; "/" separates components.
+//
+// Thread safety: an Env is safe for concurrent use. A RandomAccessFile is
+// safe for concurrent Read(). SequentialFile and WritableFile objects are
+// used by one thread at a time.
+#ifndef TABLETFS_STORE_ENV_H_
+#define TABLETFS_STORE_ENV_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/status.h"
+
+namespace tabletfs {
+
+// Reads a file from start to end (the log, the manifest).
+class SequentialFile {
+ public:
+  SequentialFile() = default;
+  SequentialFile(const SequentialFile&) = delete;
+  SequentialFile& operator=(const SequentialFile&) = delete;
+  virtual ~SequentialFile() = default;
+
+  // Reads up to n bytes. *result points into scratch (at least n bytes) or
+  // into memory the file owns, valid until the next call. A short or empty
+  // result means end of file.
+  virtual Status Read(size_t n, std::string_view* result, char* scratch) = 0;
+  virtual Status Skip(uint64_t n) = 0;
+};
+
+// Reads a file at offsets (SSTables, value files).
+class RandomAccessFile {
+ public:
+  RandomAccessFile() = default;
+  RandomAccessFile(const RandomAccessFile&) = delete;
+  RandomAccessFile& operator=(const RandomAccessFile&) = delete;
+  virtual ~RandomAccessFile() = default;
+
+  // Reads up to n bytes at offset. *result points into scratch (at least n
+  // bytes) or into memory the file owns for its lifetime. Thread-safe.
+  virtual Status Read(uint64_t offset, size_t n, std::string_view* result,
+                      char* scratch) const = 0;
+};
+
+// Writes a file sequentially. Data is durable only after Sync(); a crash of
+// the process loses nothing that Flush() handed to the OS.
+class WritableFile {
+ public:
+  WritableFile() = default;
+  WritableFile(const WritableFile&) = delete;
+  WritableFile& operator=(const WritableFile&) = delete;
+  virtual ~WritableFile() = default;
+
+  virtual Status Append(std::string_view data) = 0;
+  // Hands buffered data to the OS (survives a crash of the process).
+  virtual Status Flush() = 0;
+  // Makes everything appended durable (survives power loss).
+  virtual Status Sync() = 0;
+  virtual Status Close() = 0;
+  // Bytes appended so far, including any the file held when opened.
+  virtual uint64_t Size() const = 0;
+};
+
+// An exclusive lock on a database directory; released when destroyed.
+class FileLock {
+ public:
+  FileLock() = default;
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  virtual ~FileLock() = default;
+};
+
+class Env {
+ public:
+  Env() = default;
+  Env(const Env&) = delete;
+  Env& operator=(const Env&) = delete;
+  virtual ~Env() = default;
+
+  // The process-wide POSIX Env. Never destroyed.
+  static Env* Default();
+
+  virtual Result<std::unique_ptr<SequentialFile>> NewSequentialFile(
+      const std::string& path) = 0;
+  virtual Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path) = 0;
+  // Creates or truncates.
+  virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(
+      const std::string& path) = 0;
+  // Opens for appending, creating when missing.
+  virtual Result<std::unique_ptr<WritableFile>> NewAppendableFile(
+      const std::string& path) = 0;
+
+  virtual bool FileExists(const std::string& path) = 0;
+  // Names (not paths) of the entries of dir, without "." and "..".
+  virtual Result<std::vector<std::string>> GetChildren(
+      const std::string& dir) = 0;
+  virtual Status RemoveFile(const std::string& path) = 0;
+  // OK when the directory exists already.
+  virtual Status CreateDir(const std::string& dir) = 0;
+  virtual Status RemoveDir(const std::string& dir) = 0;
+  virtual Result<uint64_t> GetFileSize(const std::string& path) = 0;
+  // Atomically replaces `to`. Durable only after SyncDir() of the parent.
+  virtual Status RenameFile(const std::string& from, const std::string& to) = 0;
+  // Truncates an existing file to `size` bytes (log recovery).
+  virtual Status TruncateFile(const std::string& path, uint64_t size) = 0;
+  // Makes the directory's entries (creations, renames, removals) durable.
+  virtual Status SyncDir(const std::string& dir) = 0;
+
+  // Takes an exclusive lock on `path` (created if missing) and records this
+  // process's pid in it. Busy, naming the holder's pid, when another
+  // process or another open in this process holds it.
+  virtual Result<std::unique_ptr<FileLock>> LockFile(
+      const std::string& path) = 0;
+
+  // Bytes available to an unprivileged writer on the filesystem holding
+  // `path`.
+  virtual Result<uint64_t> GetFreeSpace(const std::string& path) = 0;
+
+  // Wall clock, microseconds since the epoch. Tests replace it.
+  virtual int64_t NowMicros() = 0;
+};
+
+// Helpers over any Env.
+Status WriteStringToFile(Env* env, std::string_view data,
+                         const std::string& path, bool sync);
+Result<std::string> ReadFileToString(Env* env, const std::string& path);
+
+}  // namespace tabletfs
+
+#endif  // TABLETFS_STORE_ENV_H_

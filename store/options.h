@@ -1,0 +1,100 @@
+// Options for opening a database, writing and reading.
+//
+// Thread safety: plain values.
+#ifndef TABLETFS_STORE_OPTIONS_H_
+#define TABLETFS_STORE_OPTIONS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tabletfs {
+
+class Env;
+class Snapshot;
+
+enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
+
+struct Options {
+  // All file I/O and the clock. nullptr: Env::Default(). Not owned; must
+  // outlive the database.
+  Env* env = nullptr;
+
+  // Receives one line per notable event (recovery, flush, compaction,
+  // background errors). nullptr: events are dropped.
+  std::function<void(LogLevel, std::string_view)> logger;
+
+  bool create_if_missing = true;
+
+  // A memtable is frozen and flushed once it holds this many bytes.
+  size_t memtable_bytes = 64u << 20;
+  // Writes stall (instead of growing memory without bound) while this many
+  // frozen memtables wait for their flush.
+  int max_frozen_memtables = 2;
+
+  // Target uncompressed size of an SSTable data block.
+  size_t block_size = 32u << 10;
+  // Memory bound of the uncompressed-block cache.
+  size_t block_cache_bytes = 64u << 20;
+  // Bound on SSTables kept open (each holds one file descriptor).
+  int max_open_tables = 1000;
+  int bloom_bits_per_key = 10;
+  // Target size of one SSTable written by compaction.
+  size_t target_file_bytes = 64u << 20;
+
+  // Largest value accepted (InvalidArgument above it; EFBIG in fs/).
+  size_t max_value_bytes = 64u << 20;
+  // Values of at least this size are stored in value files, referenced from
+  // SSTables, so compaction does not rewrite them.
+  size_t large_value_bytes = 256u << 10;
+
+  // Writes that add data fail with NoSpace while the free space of the
+  // data directory's filesystem is below this; deletes and compaction may
+  // use the reserve.
+  uint64_t space_reserve_bytes = 64u << 20;
+
+  // Tablets split above this many bytes (see the tablets design).
+  uint64_t tablet_split_bytes = 128ull << 20;
+};
+
+struct WriteOptions {
+  // false: the write survives a crash of the process once acknowledged.
+  // true: it survives power loss too (the log is synced before returning).
+  bool sync = false;
+};
+
+// A column: family and qualifier.
+struct Column {
+  std::string family;
+  std::string qualifier;
+};
+
+struct ReadOptions {
+  // Read as of time T: per cell, the newest version with timestamp <= T.
+  std::optional<int64_t> at;
+  // Restrict to these families and these columns (a cell passes when its
+  // family is listed or its column is). Both empty: everything.
+  std::vector<std::string> families;
+  std::vector<Column> columns;
+  // Versions per cell, newest first. 0: all.
+  uint32_t max_versions = 1;
+  // Read this snapshot instead of the latest state. Not owned.
+  const Snapshot* snapshot = nullptr;
+};
+
+struct ScanOptions {
+  ReadOptions read;
+  // Rows in [start_row, end_row); empty end_row: to the end of the table.
+  std::string start_row;
+  std::string end_row;
+  // Only rows beginning with prefix (combined with the range).
+  std::string prefix;
+};
+
+}  // namespace tabletfs
+
+#endif  // TABLETFS_STORE_OPTIONS_H_

@@ -22,40 +22,40 @@ namespace tabletfs {
 
 // Reads a file from start to end (the log, the manifest).
 class SequentialFile {
- public:
+public:
   SequentialFile() = default;
-  SequentialFile(const SequentialFile&) = delete;
-  SequentialFile& operator=(const SequentialFile&) = delete;
+  SequentialFile(const SequentialFile &) = delete;
+  SequentialFile &operator=(const SequentialFile &) = delete;
   virtual ~SequentialFile() = default;
 
   // Reads up to n bytes. *result points into scratch (at least n bytes) or
   // into memory the file owns, valid until the next call. A short or empty
   // result means end of file.
-  virtual Status Read(size_t n, std::string_view* result, char* scratch) = 0;
+  virtual Status Read(size_t n, std::string_view *result, char *scratch) = 0;
   virtual Status Skip(uint64_t n) = 0;
 };
 
 // Reads a file at offsets (SSTables, value files).
 class RandomAccessFile {
- public:
+public:
   RandomAccessFile() = default;
-  RandomAccessFile(const RandomAccessFile&) = delete;
-  RandomAccessFile& operator=(const RandomAccessFile&) = delete;
+  RandomAccessFile(const RandomAccessFile &) = delete;
+  RandomAccessFile &operator=(const RandomAccessFile &) = delete;
   virtual ~RandomAccessFile() = default;
 
   // Reads up to n bytes at offset. *result points into scratch (at least n
   // bytes) or into memory the file owns for its lifetime. Thread-safe.
-  virtual Status Read(uint64_t offset, size_t n, std::string_view* result,
-                      char* scratch) const = 0;
+  virtual Status Read(uint64_t offset, size_t n, std::string_view *result,
+                      char *scratch) const = 0;
 };
 
 // Writes a file sequentially. Data is durable only after Sync(); a crash of
 // the process loses nothing that Flush() handed to the OS.
 class WritableFile {
- public:
+public:
   WritableFile() = default;
-  WritableFile(const WritableFile&) = delete;
-  WritableFile& operator=(const WritableFile&) = delete;
+  WritableFile(const WritableFile &) = delete;
+  WritableFile &operator=(const WritableFile &) = delete;
   virtual ~WritableFile() = default;
 
   virtual Status Append(std::string_view data) = 0;
@@ -70,69 +70,69 @@ class WritableFile {
 
 // An exclusive lock on a database directory; released when destroyed.
 class FileLock {
- public:
+public:
   FileLock() = default;
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
+  FileLock(const FileLock &) = delete;
+  FileLock &operator=(const FileLock &) = delete;
   virtual ~FileLock() = default;
 };
 
 class Env {
- public:
+public:
   Env() = default;
-  Env(const Env&) = delete;
-  Env& operator=(const Env&) = delete;
+  Env(const Env &) = delete;
+  Env &operator=(const Env &) = delete;
   virtual ~Env() = default;
 
   // The process-wide POSIX Env. Never destroyed.
-  static Env* Default();
+  static Env *Default();
 
-  virtual Result<std::unique_ptr<SequentialFile>> NewSequentialFile(
-      const std::string& path) = 0;
-  virtual Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
-      const std::string& path) = 0;
+  virtual Result<std::unique_ptr<SequentialFile>>
+  NewSequentialFile(const std::string &path) = 0;
+  virtual Result<std::unique_ptr<RandomAccessFile>>
+  NewRandomAccessFile(const std::string &path) = 0;
   // Creates or truncates.
-  virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(
-      const std::string& path) = 0;
+  virtual Result<std::unique_ptr<WritableFile>>
+  NewWritableFile(const std::string &path) = 0;
   // Opens for appending, creating when missing.
-  virtual Result<std::unique_ptr<WritableFile>> NewAppendableFile(
-      const std::string& path) = 0;
+  virtual Result<std::unique_ptr<WritableFile>>
+  NewAppendableFile(const std::string &path) = 0;
 
-  virtual bool FileExists(const std::string& path) = 0;
+  virtual bool FileExists(const std::string &path) = 0;
   // Names (not paths) of the entries of dir, without "." and "..".
-  virtual Result<std::vector<std::string>> GetChildren(
-      const std::string& dir) = 0;
-  virtual Status RemoveFile(const std::string& path) = 0;
+  virtual Result<std::vector<std::string>>
+  GetChildren(const std::string &dir) = 0;
+  virtual Status RemoveFile(const std::string &path) = 0;
   // OK when the directory exists already.
-  virtual Status CreateDir(const std::string& dir) = 0;
-  virtual Status RemoveDir(const std::string& dir) = 0;
-  virtual Result<uint64_t> GetFileSize(const std::string& path) = 0;
+  virtual Status CreateDir(const std::string &dir) = 0;
+  virtual Status RemoveDir(const std::string &dir) = 0;
+  virtual Result<uint64_t> GetFileSize(const std::string &path) = 0;
   // Atomically replaces `to`. Durable only after SyncDir() of the parent.
-  virtual Status RenameFile(const std::string& from, const std::string& to) = 0;
+  virtual Status RenameFile(const std::string &from, const std::string &to) = 0;
   // Truncates an existing file to `size` bytes (log recovery).
-  virtual Status TruncateFile(const std::string& path, uint64_t size) = 0;
+  virtual Status TruncateFile(const std::string &path, uint64_t size) = 0;
   // Makes the directory's entries (creations, renames, removals) durable.
-  virtual Status SyncDir(const std::string& dir) = 0;
+  virtual Status SyncDir(const std::string &dir) = 0;
 
   // Takes an exclusive lock on `path` (created if missing) and records this
   // process's pid in it. Busy, naming the holder's pid, when another
   // process or another open in this process holds it.
-  virtual Result<std::unique_ptr<FileLock>> LockFile(
-      const std::string& path) = 0;
+  virtual Result<std::unique_ptr<FileLock>>
+  LockFile(const std::string &path) = 0;
 
   // Bytes available to an unprivileged writer on the filesystem holding
   // `path`.
-  virtual Result<uint64_t> GetFreeSpace(const std::string& path) = 0;
+  virtual Result<uint64_t> GetFreeSpace(const std::string &path) = 0;
 
   // Wall clock, microseconds since the epoch. Tests replace it.
   virtual int64_t NowMicros() = 0;
 };
 
 // Helpers over any Env.
-Status WriteStringToFile(Env* env, std::string_view data,
-                         const std::string& path, bool sync);
-Result<std::string> ReadFileToString(Env* env, const std::string& path);
+Status WriteStringToFile(Env *env, std::string_view data,
+                         const std::string &path, bool sync);
+Result<std::string> ReadFileToString(Env *env, const std::string &path);
 
-}  // namespace tabletfs
+} // namespace tabletfs
 
-#endif  // TABLETFS_STORE_ENV_H_
+#endif // TABLETFS_STORE_ENV_H_

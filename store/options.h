@@ -22,7 +22,7 @@ enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
 struct Options {
   // All file I/O and the clock. nullptr: Env::Default(). Not owned; must
   // outlive the database.
-  Env* env = nullptr;
+  Env *env = nullptr;
 
   // Receives one line per notable event (recovery, flush, compaction,
   // background errors). nullptr: events are dropped.
@@ -83,7 +83,7 @@ struct ReadOptions {
   // Versions per cell, newest first. 0: all.
   uint32_t max_versions = 1;
   // Read this snapshot instead of the latest state. Not owned.
-  const Snapshot* snapshot = nullptr;
+  const Snapshot *snapshot = nullptr;
 };
 
 struct ScanOptions {
@@ -95,6 +95,6 @@ struct ScanOptions {
   std::string prefix;
 };
 
-}  // namespace tabletfs
+} // namespace tabletfs
 
-#endif  // TABLETFS_STORE_OPTIONS_H_
+#endif // TABLETFS_STORE_OPTIONS_H_

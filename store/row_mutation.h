@@ -18,7 +18,7 @@ namespace tabletfs {
 inline constexpr int64_t kServerTimestamp = INT64_MIN;
 
 class RowMutation {
- public:
+public:
   // Persisted in the log: do not renumber.
   enum class OpType : uint8_t {
     kSetCell = 1,
@@ -30,39 +30,39 @@ class RowMutation {
 
   struct Op {
     OpType type;
-    std::string family;     // unused for kDeleteRow
-    std::string qualifier;  // kSetCell, kDeleteVersion, kDeleteCell
-    int64_t timestamp = kServerTimestamp;  // kSetCell, kDeleteVersion
-    std::string value;                     // kSetCell
+    std::string family;    // unused for kDeleteRow
+    std::string qualifier; // kSetCell, kDeleteVersion, kDeleteCell
+    int64_t timestamp = kServerTimestamp; // kSetCell, kDeleteVersion
+    std::string value;                    // kSetCell
   };
 
   explicit RowMutation(std::string row) : row_(std::move(row)) {}
 
   // Sets a cell version at a server-assigned timestamp.
-  RowMutation& SetCell(std::string_view family, std::string_view qualifier,
+  RowMutation &SetCell(std::string_view family, std::string_view qualifier,
                        std::string_view value);
   // Sets the version at exactly `timestamp`, replacing one already there.
-  RowMutation& SetCell(std::string_view family, std::string_view qualifier,
+  RowMutation &SetCell(std::string_view family, std::string_view qualifier,
                        int64_t timestamp, std::string_view value);
-  RowMutation& DeleteVersion(std::string_view family,
+  RowMutation &DeleteVersion(std::string_view family,
                              std::string_view qualifier, int64_t timestamp);
   // Deletes every version of the cell that exists when applied.
-  RowMutation& DeleteCell(std::string_view family, std::string_view qualifier);
+  RowMutation &DeleteCell(std::string_view family, std::string_view qualifier);
   // Deletes every cell of the family in this row.
-  RowMutation& DeleteFamily(std::string_view family);
-  RowMutation& DeleteRow();
+  RowMutation &DeleteFamily(std::string_view family);
+  RowMutation &DeleteRow();
 
-  const std::string& row() const { return row_; }
-  const std::vector<Op>& ops() const { return ops_; }
+  const std::string &row() const { return row_; }
+  const std::vector<Op> &ops() const { return ops_; }
   bool empty() const { return ops_.empty(); }
   // Bytes of keys and values, for write accounting.
   size_t ByteSize() const;
 
- private:
+private:
   std::string row_;
   std::vector<Op> ops_;
 };
 
-}  // namespace tabletfs
+} // namespace tabletfs
 
-#endif  // TABLETFS_STORE_ROW_MUTATION_H_
+#endif // TABLETFS_STORE_ROW_MUTATION_H_

@@ -22,10 +22,10 @@
 namespace tabletfs {
 
 class Scanner {
- public:
+public:
   Scanner() = default;
-  Scanner(const Scanner&) = delete;
-  Scanner& operator=(const Scanner&) = delete;
+  Scanner(const Scanner &) = delete;
+  Scanner &operator=(const Scanner &) = delete;
   virtual ~Scanner() = default;
 
   // Positions at the first visible version at or after (row, family,
@@ -59,9 +59,9 @@ class Scanner {
 
   // Reads the rest of the current row into *row and moves to the next row.
   // REQUIRES: Valid().
-  Status ReadRow(Row* row);
+  Status ReadRow(Row *row);
 };
 
-}  // namespace tabletfs
+} // namespace tabletfs
 
-#endif  // TABLETFS_STORE_SCANNER_H_
+#endif // TABLETFS_STORE_SCANNER_H_

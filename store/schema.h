@@ -23,7 +23,7 @@ enum class Compression : uint8_t { kNone = 0, kLz4 = 1 };
 // 1h30m. `and` collects a version when both sides would; `or` collects it
 // when either side would. `and` binds tighter than `or`.
 class GcPolicy {
- public:
+public:
   // Persisted in the manifest: do not renumber.
   enum class Kind : uint8_t {
     kNever = 0,
@@ -33,7 +33,7 @@ class GcPolicy {
     kOr = 4
   };
 
-  GcPolicy() = default;  // never
+  GcPolicy() = default; // never
   static GcPolicy Never() { return GcPolicy(); }
   static GcPolicy MaxVersions(uint64_t n);
   static GcPolicy MaxAge(int64_t micros);
@@ -55,12 +55,12 @@ class GcPolicy {
   Kind kind() const { return kind_; }
   uint64_t max_versions() const { return value_; }
   int64_t max_age_micros() const { return static_cast<int64_t>(value_); }
-  const GcPolicy& left() const { return *left_; }
-  const GcPolicy& right() const { return *right_; }
+  const GcPolicy &left() const { return *left_; }
+  const GcPolicy &right() const { return *right_; }
 
-  bool operator==(const GcPolicy& other) const;
+  bool operator==(const GcPolicy &other) const;
 
- private:
+private:
   Kind kind_ = Kind::kNever;
   uint64_t value_ = 0;
   std::shared_ptr<const GcPolicy> left_, right_;
@@ -79,7 +79,7 @@ struct FamilySettings {
   uint32_t owner_gid = 0;
   uint32_t mode = 0644;
 
-  bool operator==(const FamilySettings& other) const = default;
+  bool operator==(const FamilySettings &other) const = default;
 };
 
 struct FamilyInfo {
@@ -96,6 +96,6 @@ inline constexpr size_t kMaxRowKeyBytes = 64 * 1024;
 // Row keys: 1 byte to 64 KiB.
 Status ValidateRowKey(std::string_view row);
 
-}  // namespace tabletfs
+} // namespace tabletfs
 
-#endif  // TABLETFS_STORE_SCHEMA_H_
+#endif // TABLETFS_STORE_SCHEMA_H_

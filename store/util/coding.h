@@ -13,63 +13,71 @@
 
 namespace tabletfs {
 
-inline void EncodeFixed32(char* dst, uint32_t v) {
-  for (int i = 0; i < 4; ++i) dst[i] = static_cast<char>(v >> (8 * i));
+inline void EncodeFixed32(char *dst, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    dst[i] = static_cast<char>(v >> (8 * i));
 }
-inline void EncodeFixed64(char* dst, uint64_t v) {
-  for (int i = 0; i < 8; ++i) dst[i] = static_cast<char>(v >> (8 * i));
+inline void EncodeFixed64(char *dst, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    dst[i] = static_cast<char>(v >> (8 * i));
 }
-inline uint32_t DecodeFixed32(const char* p) {
+inline uint32_t DecodeFixed32(const char *p) {
   uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<uint8_t>(p[i])} << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    v |= uint32_t{static_cast<uint8_t>(p[i])} << (8 * i);
   return v;
 }
-inline uint64_t DecodeFixed64(const char* p) {
+inline uint64_t DecodeFixed64(const char *p) {
   uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<uint8_t>(p[i])} << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    v |= uint64_t{static_cast<uint8_t>(p[i])} << (8 * i);
   return v;
 }
-inline void PutFixed32(std::string* dst, uint32_t v) {
+inline void PutFixed32(std::string *dst, uint32_t v) {
   char buf[4];
   EncodeFixed32(buf, v);
   dst->append(buf, 4);
 }
-inline void PutFixed64(std::string* dst, uint64_t v) {
+inline void PutFixed64(std::string *dst, uint64_t v) {
   char buf[8];
   EncodeFixed64(buf, v);
   dst->append(buf, 8);
 }
 
 // Big-endian: memcmp order equals numeric order.
-inline void EncodeBigEndian32(char* dst, uint32_t v) {
-  for (int i = 0; i < 4; ++i) dst[i] = static_cast<char>(v >> (24 - 8 * i));
+inline void EncodeBigEndian32(char *dst, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    dst[i] = static_cast<char>(v >> (24 - 8 * i));
 }
-inline void EncodeBigEndian64(char* dst, uint64_t v) {
-  for (int i = 0; i < 8; ++i) dst[i] = static_cast<char>(v >> (56 - 8 * i));
+inline void EncodeBigEndian64(char *dst, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    dst[i] = static_cast<char>(v >> (56 - 8 * i));
 }
-inline uint32_t DecodeBigEndian32(const char* p) {
+inline uint32_t DecodeBigEndian32(const char *p) {
   uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  for (int i = 0; i < 4; ++i)
+    v = (v << 8) | static_cast<uint8_t>(p[i]);
   return v;
 }
-inline uint64_t DecodeBigEndian64(const char* p) {
+inline uint64_t DecodeBigEndian64(const char *p) {
   uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  for (int i = 0; i < 8; ++i)
+    v = (v << 8) | static_cast<uint8_t>(p[i]);
   return v;
 }
-inline void PutBigEndian32(std::string* dst, uint32_t v) {
+inline void PutBigEndian32(std::string *dst, uint32_t v) {
   char buf[4];
   EncodeBigEndian32(buf, v);
   dst->append(buf, 4);
 }
-inline void PutBigEndian64(std::string* dst, uint64_t v) {
+inline void PutBigEndian64(std::string *dst, uint64_t v) {
   char buf[8];
   EncodeBigEndian64(buf, v);
   dst->append(buf, 8);
 }
 
 // Varints: 7 bits per byte, low groups first, high bit = more follows.
-inline void PutVarint64(std::string* dst, uint64_t v) {
+inline void PutVarint64(std::string *dst, uint64_t v) {
   char buf[10];
   int n = 0;
   while (v >= 0x80) {
@@ -79,15 +87,16 @@ inline void PutVarint64(std::string* dst, uint64_t v) {
   buf[n++] = static_cast<char>(v);
   dst->append(buf, n);
 }
-inline void PutVarint32(std::string* dst, uint32_t v) { PutVarint64(dst, v); }
+inline void PutVarint32(std::string *dst, uint32_t v) { PutVarint64(dst, v); }
 
 // Parses a varint from the front of *input and advances it. False when the
 // input ends inside the varint or it is longer than the type allows.
-inline bool GetVarint64(std::string_view* input, uint64_t* value) {
+inline bool GetVarint64(std::string_view *input, uint64_t *value) {
   uint64_t result = 0;
   for (size_t i = 0; i < input->size() && i < 10; ++i) {
     uint64_t byte = static_cast<uint8_t>((*input)[i]);
-    if (i == 9 && byte > 1) return false;
+    if (i == 9 && byte > 1)
+      return false;
     result |= (byte & 0x7f) << (7 * i);
     if (byte < 0x80) {
       input->remove_prefix(i + 1);
@@ -97,7 +106,7 @@ inline bool GetVarint64(std::string_view* input, uint64_t* value) {
   }
   return false;
 }
-inline bool GetVarint32(std::string_view* input, uint32_t* value) {
+inline bool GetVarint32(std::string_view *input, uint32_t *value) {
   uint64_t v;
   std::string_view saved = *input;
   if (!GetVarint64(input, &v) || v > UINT32_MAX) {
@@ -107,26 +116,28 @@ inline bool GetVarint32(std::string_view* input, uint32_t* value) {
   *value = static_cast<uint32_t>(v);
   return true;
 }
-inline bool GetFixed32(std::string_view* input, uint32_t* value) {
-  if (input->size() < 4) return false;
+inline bool GetFixed32(std::string_view *input, uint32_t *value) {
+  if (input->size() < 4)
+    return false;
   *value = DecodeFixed32(input->data());
   input->remove_prefix(4);
   return true;
 }
-inline bool GetFixed64(std::string_view* input, uint64_t* value) {
-  if (input->size() < 8) return false;
+inline bool GetFixed64(std::string_view *input, uint64_t *value) {
+  if (input->size() < 8)
+    return false;
   *value = DecodeFixed64(input->data());
   input->remove_prefix(8);
   return true;
 }
 
 // A varint length followed by that many bytes.
-inline void PutLengthPrefixed(std::string* dst, std::string_view s) {
+inline void PutLengthPrefixed(std::string *dst, std::string_view s) {
   PutVarint64(dst, s.size());
   dst->append(s);
 }
-inline bool GetLengthPrefixed(std::string_view* input,
-                              std::string_view* result) {
+inline bool GetLengthPrefixed(std::string_view *input,
+                              std::string_view *result) {
   uint64_t len;
   std::string_view saved = *input;
   if (!GetVarint64(input, &len) || len > input->size()) {
@@ -138,6 +149,6 @@ inline bool GetLengthPrefixed(std::string_view* input,
   return true;
 }
 
-}  // namespace tabletfs
+} // namespace tabletfs
 
-#endif  // TABLETFS_STORE_UTIL_CODING_H_
+#endif // TABLETFS_STORE_UTIL_CODING_H_

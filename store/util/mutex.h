@@ -17,10 +17,10 @@
 namespace tabletfs {
 
 class CAPABILITY("mutex") Mutex {
- public:
+public:
   Mutex() = default;
-  Mutex(const Mutex&) = delete;
-  Mutex& operator=(const Mutex&) = delete;
+  Mutex(const Mutex &) = delete;
+  Mutex &operator=(const Mutex &) = delete;
 
   void Lock() ACQUIRE() { mu_.lock(); }
   void Unlock() RELEASE() { mu_.unlock(); }
@@ -29,28 +29,28 @@ class CAPABILITY("mutex") Mutex {
   // holds the lock.
   void AssertHeld() ASSERT_CAPABILITY(this) {}
 
- private:
+private:
   friend class CondVar;
   std::mutex mu_;
 };
 
 class SCOPED_CAPABILITY MutexLock {
- public:
-  explicit MutexLock(Mutex* mu) ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
+public:
+  explicit MutexLock(Mutex *mu) ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
   ~MutexLock() RELEASE() { mu_->Unlock(); }
-  MutexLock(const MutexLock&) = delete;
-  MutexLock& operator=(const MutexLock&) = delete;
+  MutexLock(const MutexLock &) = delete;
+  MutexLock &operator=(const MutexLock &) = delete;
 
- private:
-  Mutex* const mu_;
+private:
+  Mutex *const mu_;
 };
 
 // A condition variable bound to one Mutex.
 class CondVar {
- public:
-  explicit CondVar(Mutex* mu) : mu_(mu) {}
-  CondVar(const CondVar&) = delete;
-  CondVar& operator=(const CondVar&) = delete;
+public:
+  explicit CondVar(Mutex *mu) : mu_(mu) {}
+  CondVar(const CondVar &) = delete;
+  CondVar &operator=(const CondVar &) = delete;
 
   // REQUIRES: mu held. Releases it while waiting; holds it again on return.
   void Wait() REQUIRES(mu_) {
@@ -69,11 +69,11 @@ class CondVar {
   void Signal() { cv_.notify_one(); }
   void SignalAll() { cv_.notify_all(); }
 
- private:
-  Mutex* const mu_;
+private:
+  Mutex *const mu_;
   std::condition_variable cv_;
 };
 
-}  // namespace tabletfs
+} // namespace tabletfs
 
-#endif  // TABLETFS_STORE_UTIL_MUTEX_H_
+#endif // TABLETFS_STORE_UTIL_MUTEX_H_

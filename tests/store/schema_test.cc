@@ -24,8 +24,9 @@ TEST(DurationTest, RejectsMalformed) {
                           "99999999999999999999d"}) {
     Result<int64_t> r = ParseDurationMicros(bad);
     EXPECT_FALSE(r.ok()) << bad;
-    if (!r.ok())
+    if (!r.ok()) {
       EXPECT_TRUE(r.status().IsInvalidArgument()) << bad;
+    }
   }
 }
 

@@ -1,0 +1,56 @@
+// Block: an immutable, decoded (uncompressed) block of an SSTable, and the
+// iterator over it. Data blocks and the index block share this format.
+//
+// Blocks are shared: the block cache, the Table (its index block) and every
+// iterator positioned in a block hold a std::shared_ptr<const Block>; the
+// bytes stay valid while any holder remains.
+//
+// Thread safety: a Block is immutable and may be read from many threads; each
+// iterator is used by one thread at a time.
+#ifndef TABLETFS_STORE_TABLE_BLOCK_H_
+#define TABLETFS_STORE_TABLE_BLOCK_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "store/status.h"
+#include "store/util/iterator.h"
+
+namespace tabletfs {
+
+class Block {
+public:
+  // Checks the restart array. `context` ("<file>: block at offset N") is
+  // prefixed to every Corruption reported about this block.
+  static Result<std::shared_ptr<const Block>> Create(std::string contents,
+                                                     std::string context);
+
+  Block(const Block &) = delete;
+  Block &operator=(const Block &) = delete;
+
+  // Bytes held (the cache's charge).
+  size_t size() const { return data_.size(); }
+  const std::string &context() const { return context_; }
+
+  // An iterator over the block that holds a reference to it, so it stays
+  // valid however long the caller keeps it. A malformed entry makes the
+  // iterator !Valid() with a Corruption status naming the block.
+  static std::unique_ptr<Iterator>
+  NewIterator(std::shared_ptr<const Block> block);
+
+private:
+  friend class BlockIterator;
+  Block(std::string contents, std::string context, uint32_t restart_offset,
+        uint32_t num_restarts);
+
+  const std::string data_;
+  const std::string context_;
+  const uint32_t restart_offset_; // Offset of the restart array in data_.
+  const uint32_t num_restarts_;
+};
+
+} // namespace tabletfs
+
+#endif // TABLETFS_STORE_TABLE_BLOCK_H_

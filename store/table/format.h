@@ -1,0 +1,78 @@
+// The on-disk framing of an SSTable (see store/doc/table_format.md): block
+// handles, the per-block trailer (compression type + XXH64 checksum), the
+// fixed-size footer, and ReadBlock(), which verifies and decompresses one
+// block.
+//
+// Thread safety: plain values and pure functions; ReadBlock() may be called
+// concurrently on one RandomAccessFile.
+#ifndef TABLETFS_STORE_TABLE_FORMAT_H_
+#define TABLETFS_STORE_TABLE_FORMAT_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "store/env.h"
+#include "store/schema.h"
+#include "store/status.h"
+
+namespace tabletfs {
+
+// The compression of one stored block, written in its trailer.
+// Persisted in every SSTable: never renumber, only append.
+enum class BlockType : uint8_t { kRaw = 0, kLz4 = 1 };
+
+// Where a block lives: its offset in the file and the size of its stored
+// contents, without the 9-byte trailer.
+struct BlockHandle {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+
+  // Varint64 offset, varint64 size (at most 20 bytes): the index block
+  // values.
+  void EncodeTo(std::string *dst) const;
+  // Parses a handle from the front of *input and advances it.
+  bool DecodeFrom(std::string_view *input);
+};
+
+// 1 byte BlockType + 8 bytes fixed64 XXH64 (seed 0) of contents + type byte.
+inline constexpr size_t kBlockTrailerSize = 9;
+
+// The last bytes of every SSTable.
+//   fixed64 index offset, fixed64 index size,
+//   fixed64 filter offset, fixed64 filter size (0: no filter),
+//   fixed32 format version, fixed64 XXH64 of the preceding 36 bytes,
+//   8 bytes magic "tabletfs".
+struct Footer {
+  BlockHandle index;
+  BlockHandle filter;
+  uint32_t format_version = 0;
+
+  static constexpr size_t kEncodedLength = 52;
+  static constexpr uint32_t kCurrentVersion = 1;
+  static constexpr std::string_view kMagic = "tabletfs";
+
+  void EncodeTo(std::string *dst) const;
+  // Checks, in order: the magic, the footer checksum, the format version
+  // (NotSupported naming it when unknown). `file_name` and `offset` (of the
+  // footer in the file) go into error messages.
+  Status DecodeFrom(std::string_view input, std::string_view file_name,
+                    uint64_t offset);
+};
+
+// Appends `contents` to *out as a stored block (compressed with lz4 when
+// `compression` asks for it and lz4 saves at least 1/8) plus its trailer.
+// Returns the BlockType used.
+BlockType EncodeBlock(std::string_view contents, Compression compression,
+                      std::string *out);
+
+// Reads the block at `handle`, verifies its checksum and decompresses it.
+// Corruption names the file and the block offset:
+// "<file>: block at offset N: checksum mismatch".
+Result<std::string> ReadBlock(const RandomAccessFile &file,
+                              std::string_view file_name,
+                              const BlockHandle &handle);
+
+} // namespace tabletfs
+
+#endif // TABLETFS_STORE_TABLE_FORMAT_H_

@@ -1,0 +1,96 @@
+// Table: an open, immutable SSTable (format: store/doc/table_format.md).
+//
+// Open() reads and verifies the footer, the index block and the filter
+// block, and keeps them in memory; data blocks are read on demand through
+// the block cache, each verified against its checksum on every read from the
+// file.
+//
+// References: a Table is held by std::shared_ptr: the TableCache holds one
+// while the table is cached, and every iterator from NewIterator() holds one,
+// so a table evicted from the cache (or whose file was deleted) stays usable
+// until its last iterator is destroyed. The file is closed with the Table.
+//
+// Thread safety: a Table is immutable; all const methods may be called
+// concurrently. Each iterator is used by one thread at a time.
+#ifndef TABLETFS_STORE_TABLE_TABLE_H_
+#define TABLETFS_STORE_TABLE_TABLE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "store/env.h"
+#include "store/status.h"
+#include "store/table/block.h"
+#include "store/table/format.h"
+#include "store/table/table_options.h"
+#include "store/util/iterator.h"
+
+namespace tabletfs {
+
+class Table : public std::enable_shared_from_this<Table> {
+public:
+  // Opens the table held in `file` (file_size bytes). `cache_id` keys this
+  // table's blocks in options.block_cache (see block_cache.h); `file_name`
+  // goes into error messages. Errors: Corruption naming the file and the
+  // offset (bad magic, checksum mismatch, malformed block), NotSupported for
+  // an unknown format version, or the file's read error.
+  static Result<std::shared_ptr<Table>>
+  Open(const TableOptions &options, std::unique_ptr<RandomAccessFile> file,
+       uint64_t file_size, uint64_t cache_id, std::string file_name);
+
+  Table(const Table &) = delete;
+  Table &operator=(const Table &) = delete;
+  ~Table();
+
+  // A two-level iterator (index -> data blocks) over every entry, in key
+  // order. It holds a reference to this Table. fill_cache=false: blocks read
+  // from the file are not added to the block cache (compactions, scans that
+  // should not flush the cache). A block that fails to read or verify makes
+  // the iterator !Valid() with that status; it never skips a bad block.
+  std::unique_ptr<Iterator> NewIterator(bool fill_cache = true) const;
+
+  // False only when no key added to the table had `filter_key` among its
+  // filter keys (TableOptions::filter_keys). True when the table has no
+  // filter.
+  bool MayContain(std::string_view filter_key) const;
+
+  // Reads the index, the filter and every data block from the file (not the
+  // cache) and verifies their checksums and structure. Returns the first
+  // error.
+  Status VerifyChecksums() const;
+
+  // The approximate file offset where `key` is or would be: the offset of
+  // the data block that would hold it, or the file size past the last key.
+  // For choosing tablet split points and sizing key ranges.
+  uint64_t ApproximateOffsetOf(std::string_view key) const;
+
+  const std::string &file_name() const { return file_name_; }
+  uint64_t file_size() const { return file_size_; }
+  uint64_t cache_id() const { return cache_id_; }
+
+private:
+  class TwoLevelIterator;
+
+  Table(const TableOptions &options, std::unique_ptr<RandomAccessFile> file,
+        uint64_t file_size, uint64_t cache_id, std::string file_name,
+        Footer footer, std::shared_ptr<const Block> index, std::string filter);
+
+  // The data block at `handle`, from the cache or the file.
+  Result<std::shared_ptr<const Block>> ReadDataBlock(const BlockHandle &handle,
+                                                     bool fill_cache) const;
+
+  const TableOptions options_;
+  const std::unique_ptr<RandomAccessFile> file_;
+  const uint64_t file_size_;
+  const uint64_t cache_id_;
+  const std::string file_name_;
+  const Footer footer_;
+  const std::shared_ptr<const Block> index_;
+  const std::string filter_; // Empty: no filter.
+};
+
+} // namespace tabletfs
+
+#endif // TABLETFS_STORE_TABLE_TABLE_H_

@@ -1,0 +1,45 @@
+// TableOptions: how SSTables are written and read.
+//
+// Thread safety: plain values; the functions must be safe to call from any
+// thread (compactions run in background threads).
+#ifndef TABLETFS_STORE_TABLE_TABLE_OPTIONS_H_
+#define TABLETFS_STORE_TABLE_TABLE_OPTIONS_H_
+
+#include <cstddef>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "store/schema.h"
+
+namespace tabletfs {
+
+class BlockCache;
+
+struct TableOptions {
+  // Target size of an uncompressed data block (see store/doc/table_format.md
+  // for why 32 KiB). A block is cut once it reaches this size, so a block
+  // exceeds it by at most one entry.
+  size_t block_size = 32u << 10;
+  // Keys between restart points in a block.
+  int restart_interval = 16;
+  // 0: no filter block.
+  int bloom_bits_per_key = 10;
+  // Appends to *filter_keys the strings (usually prefixes of key: the row,
+  // the row + column) to add to the Bloom filter. The views are read right
+  // after the call returns: they must point into `key` (or into storage that
+  // outlives the call). nullptr: the whole key.
+  std::function<void(std::string_view key,
+                     std::vector<std::string_view> *filter_keys)>
+      filter_keys;
+  // The compression of the data block starting with first_key_of_block.
+  // nullptr: none. lz4 is used only when it saves at least 1/8 of the block.
+  std::function<Compression(std::string_view first_key_of_block)> compression;
+  // Where readers cache decoded data blocks. nullptr: no caching. Not owned;
+  // must outlive every Table opened with these options.
+  BlockCache *block_cache = nullptr;
+};
+
+} // namespace tabletfs
+
+#endif // TABLETFS_STORE_TABLE_TABLE_OPTIONS_H_

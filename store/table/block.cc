@@ -1,0 +1,184 @@
+#include "store/table/block.h"
+
+#include <cassert>
+
+#include "store/util/coding.h"
+
+namespace tabletfs {
+
+Block::Block(std::string contents, std::string context, uint32_t restart_offset,
+             uint32_t num_restarts)
+    : data_(std::move(contents)),
+      context_(std::move(context)),
+      restart_offset_(restart_offset),
+      num_restarts_(num_restarts) {}
+
+Result<std::shared_ptr<const Block>> Block::Create(std::string contents,
+                                                   std::string context) {
+  if (contents.size() < 4) {
+    return Status::Corruption(context, "block shorter than its restart count");
+  }
+  uint32_t num_restarts = DecodeFixed32(contents.data() + contents.size() - 4);
+  uint64_t max_restarts = (contents.size() - 4) / 4;
+  if (num_restarts == 0 || num_restarts > max_restarts) {
+    return Status::Corruption(
+        context, "bad restart count " + std::to_string(num_restarts));
+  }
+  uint32_t restart_offset =
+      static_cast<uint32_t>(contents.size() - 4 - 4 * uint64_t{num_restarts});
+  // Restart points must increase and lie inside the entries (an empty block
+  // has one restart, at 0), so the iterator may trust them.
+  for (uint32_t i = 0; i < num_restarts; ++i) {
+    uint32_t r = DecodeFixed32(contents.data() + restart_offset + 4 * i);
+    bool in_range = r < restart_offset || (r == 0 && restart_offset == 0);
+    if (!in_range ||
+        (i > 0 &&
+         r <= DecodeFixed32(contents.data() + restart_offset + 4 * (i - 1)))) {
+      return Status::Corruption(context,
+                                "bad restart point " + std::to_string(i));
+    }
+  }
+  return std::shared_ptr<const Block>(new Block(
+      std::move(contents), std::move(context), restart_offset, num_restarts));
+}
+
+// Entries are parsed lazily as the iterator moves; every length is checked
+// against the block's bounds, so a corrupt block yields a Corruption status,
+// never a read outside the block.
+class BlockIterator final : public Iterator {
+ public:
+  explicit BlockIterator(std::shared_ptr<const Block> block)
+      : block_(std::move(block)),
+        data_(block_->data_.data()),
+        limit_(block_->restart_offset_),
+        current_(limit_),
+        next_(limit_) {}
+
+  bool Valid() const override { return current_ < limit_; }
+  Status status() const override { return status_; }
+  std::string_view key() const override {
+    assert(Valid());
+    return key_;
+  }
+  std::string_view value() const override {
+    assert(Valid());
+    return value_;
+  }
+
+  void SeekToFirst() override {
+    if (!status_.ok()) return;
+    SeekToRestart(0);
+    ParseNext();
+  }
+
+  void Next() override {
+    assert(Valid());
+    ParseNext();
+  }
+
+  void Seek(std::string_view target) override {
+    if (!status_.ok()) return;
+    // Binary search for the last restart point whose key is < target, then
+    // scan forward from it.
+    uint32_t left = 0;
+    uint32_t right = block_->num_restarts_ - 1;
+    while (left < right) {
+      uint32_t mid = (left + right + 1) / 2;
+      std::string_view mid_key;
+      if (!RestartKey(mid, &mid_key)) return;
+      if (mid_key < target) {
+        left = mid;
+      } else {
+        right = mid - 1;
+      }
+    }
+    SeekToRestart(left);
+    while (ParseNext() && std::string_view(key_) < target) {
+    }
+  }
+
+ private:
+  uint32_t RestartPoint(uint32_t index) const {
+    return DecodeFixed32(data_ + limit_ + 4 * index);
+  }
+
+  void SeekToRestart(uint32_t index) {
+    key_.clear();
+    next_ = RestartPoint(index);
+    current_ = limit_;
+  }
+
+  // The whole key stored at a restart point (shared length must be 0).
+  bool RestartKey(uint32_t index, std::string_view* key) {
+    uint32_t offset = RestartPoint(index);
+    uint64_t shared, non_shared, value_len;
+    std::string_view in;
+    if (offset >= limit_ ||
+        !DecodeHeader(offset, &shared, &non_shared, &value_len, &in) ||
+        shared != 0) {
+      return Fail("bad restart point " + std::to_string(index));
+    }
+    *key = in.substr(0, non_shared);
+    return true;
+  }
+
+  // Parses the lengths of the entry at `offset`; *rest starts at its key
+  // delta and is known to hold key delta and value.
+  bool DecodeHeader(uint32_t offset, uint64_t* shared, uint64_t* non_shared,
+                    uint64_t* value_len, std::string_view* rest) const {
+    std::string_view in(data_ + offset, limit_ - offset);
+    if (!GetVarint64(&in, shared) || !GetVarint64(&in, non_shared) ||
+        !GetVarint64(&in, value_len)) {
+      return false;
+    }
+    if (*non_shared > in.size() || *value_len > in.size() - *non_shared) {
+      return false;
+    }
+    *rest = in;
+    return true;
+  }
+
+  // Moves to the entry at next_. False at the end or on corruption.
+  bool ParseNext() {
+    current_ = next_;
+    if (current_ >= limit_) {
+      current_ = limit_;
+      return false;
+    }
+    uint64_t shared, non_shared, value_len;
+    std::string_view in;
+    if (!DecodeHeader(current_, &shared, &non_shared, &value_len, &in) ||
+        shared > key_.size()) {
+      return Fail("bad entry at block offset " + std::to_string(current_));
+    }
+    key_.resize(shared);
+    key_.append(in.data(), non_shared);
+    value_ = in.substr(non_shared, value_len);
+    next_ = static_cast<uint32_t>(value_.data() + value_.size() - data_);
+    return true;
+  }
+
+  bool Fail(const std::string& what) {
+    status_ = Status::Corruption(block_->context_, what);
+    current_ = next_ = limit_;
+    key_.clear();
+    value_ = {};
+    return false;
+  }
+
+  const std::shared_ptr<const Block> block_;
+  const char* const data_;
+  const uint32_t limit_;  // End of the entries (start of the restarts).
+  uint32_t current_;      // Offset of the current entry; limit_: invalid.
+  uint32_t next_;         // Offset of the entry after it.
+  std::string key_;
+  std::string_view value_;
+  Status status_;
+};
+
+std::unique_ptr<Iterator> Block::NewIterator(
+    std::shared_ptr<const Block> block) {
+  return std::make_unique<BlockIterator>(std::move(block));
+}
+
+}  // namespace tabletfs

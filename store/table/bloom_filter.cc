@@ -1,0 +1,79 @@
+#include "store/table/bloom_filter.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include "store/util/hash.h"
+
+namespace tabletfs {
+
+namespace {
+
+// A seed of its own, so filter bits are independent of block checksums.
+constexpr uint64_t kBloomSeed = 0x626c6f6f6d2d7631;  // "bloom-v1"
+constexpr int kMaxProbes = 30;
+
+uint64_t BloomHash(std::string_view key) { return Hash64(key, kBloomSeed); }
+
+// Double hashing: probe i tests bit (h1 + i * h2) mod bits, with h1 and h2
+// the two halves of one 64-bit hash (Kirsch & Mitzenmacher). h2 is made odd
+// so that probes never collapse onto one bit.
+template <typename Fn>
+void ForEachProbe(uint64_t hash, int k, uint64_t bits, Fn fn) {
+  uint64_t h1 = hash & 0xffffffff;
+  uint64_t h2 = (hash >> 32) | 1;
+  for (int i = 0; i < k; ++i) fn((h1 + i * h2) % bits);
+}
+
+}  // namespace
+
+BloomFilterBuilder::BloomFilterBuilder(int bits_per_key)
+    : bits_per_key_(bits_per_key) {
+  assert(bits_per_key_ >= 1);
+}
+
+void BloomFilterBuilder::AddKey(std::string_view key) {
+  uint64_t h = BloomHash(key);
+  // Cells of one row give the same row key many times in a row: drop the
+  // obvious repeats now, the rest in Finish().
+  if (!hashes_.empty() && hashes_.back() == h) return;
+  hashes_.push_back(h);
+}
+
+std::string BloomFilterBuilder::Finish() {
+  std::sort(hashes_.begin(), hashes_.end());
+  hashes_.erase(std::unique(hashes_.begin(), hashes_.end()), hashes_.end());
+  // k = bits_per_key * ln 2 minimizes the false-positive rate.
+  int k = static_cast<int>(std::lround(bits_per_key_ * 0.69314718));
+  k = std::clamp(k, 1, kMaxProbes);
+  // At least 64 bits, so a tiny filter is not all ones.
+  uint64_t bits = std::max<uint64_t>(64, hashes_.size() * bits_per_key_);
+  uint64_t bytes = (bits + 7) / 8;
+  bits = bytes * 8;
+  std::string filter(bytes, '\0');
+  for (uint64_t h : hashes_) {
+    ForEachProbe(h, k, bits, [&](uint64_t bit) {
+      filter[bit / 8] = static_cast<char>(filter[bit / 8] | (1 << (bit % 8)));
+    });
+  }
+  filter.push_back(static_cast<char>(k));
+  hashes_.clear();
+  return filter;
+}
+
+bool BloomFilterMayContain(std::string_view filter, std::string_view key) {
+  if (filter.size() < 2) return true;
+  int k = static_cast<uint8_t>(filter.back());
+  if (k < 1 || k > kMaxProbes) return true;  // Reserved for new encodings.
+  uint64_t bits = (filter.size() - 1) * 8;
+  bool all_set = true;
+  ForEachProbe(BloomHash(key), k, bits, [&](uint64_t bit) {
+    if ((static_cast<uint8_t>(filter[bit / 8]) & (1 << (bit % 8))) == 0) {
+      all_set = false;
+    }
+  });
+  return all_set;
+}
+
+}  // namespace tabletfs

@@ -1,0 +1,151 @@
+#include "store/table/format.h"
+
+#include <lz4.h>
+
+#include <memory>
+
+#include "store/util/coding.h"
+#include "store/util/hash.h"
+
+namespace tabletfs {
+
+namespace {
+
+std::string BlockContext(std::string_view file_name, uint64_t offset) {
+  std::string s(file_name);
+  s += ": block at offset ";
+  s += std::to_string(offset);
+  return s;
+}
+
+}  // namespace
+
+void BlockHandle::EncodeTo(std::string* dst) const {
+  PutVarint64(dst, offset);
+  PutVarint64(dst, size);
+}
+
+bool BlockHandle::DecodeFrom(std::string_view* input) {
+  return GetVarint64(input, &offset) && GetVarint64(input, &size);
+}
+
+void Footer::EncodeTo(std::string* dst) const {
+  size_t start = dst->size();
+  PutFixed64(dst, index.offset);
+  PutFixed64(dst, index.size);
+  PutFixed64(dst, filter.offset);
+  PutFixed64(dst, filter.size);
+  PutFixed32(dst, format_version);
+  PutFixed64(dst, Checksum64(std::string_view(*dst).substr(start, 36)));
+  dst->append(kMagic);
+}
+
+Status Footer::DecodeFrom(std::string_view input, std::string_view file_name,
+                          uint64_t offset) {
+  std::string where(file_name);
+  where += ": footer at offset " + std::to_string(offset);
+  if (input.size() != kEncodedLength) {
+    return Status::Corruption(where, "file too short to be an SSTable");
+  }
+  if (input.substr(44) != kMagic) {
+    return Status::Corruption(where, "bad magic number (not an SSTable)");
+  }
+  if (DecodeFixed64(input.data() + 36) != Checksum64(input.substr(0, 36))) {
+    return Status::Corruption(where, "checksum mismatch");
+  }
+  format_version = DecodeFixed32(input.data() + 32);
+  if (format_version != kCurrentVersion) {
+    return Status::NotSupported(
+        where, "format version " + std::to_string(format_version) +
+                   " (this build reads version " +
+                   std::to_string(kCurrentVersion) + ")");
+  }
+  index.offset = DecodeFixed64(input.data());
+  index.size = DecodeFixed64(input.data() + 8);
+  filter.offset = DecodeFixed64(input.data() + 16);
+  filter.size = DecodeFixed64(input.data() + 24);
+  return Status::OK();
+}
+
+BlockType EncodeBlock(std::string_view contents, Compression compression,
+                      std::string* out) {
+  BlockType type = BlockType::kRaw;
+  size_t start = out->size();
+  if (compression == Compression::kLz4 && !contents.empty() &&
+      contents.size() <= static_cast<size_t>(LZ4_MAX_INPUT_SIZE)) {
+    PutVarint64(out, contents.size());
+    size_t header = out->size() - start;
+    int bound = LZ4_compressBound(static_cast<int>(contents.size()));
+    out->resize(start + header + bound);
+    int n = LZ4_compress_default(contents.data(), out->data() + start + header,
+                                 static_cast<int>(contents.size()), bound);
+    // lz4 must pay for the decompression it costs every read.
+    if (n > 0 && header + n <= contents.size() - contents.size() / 8) {
+      out->resize(start + header + n);
+      type = BlockType::kLz4;
+    } else {
+      out->resize(start);
+    }
+  }
+  if (type == BlockType::kRaw) out->append(contents);
+  // The checksum covers the stored bytes and the type byte, so a flipped
+  // type is caught as surely as a flipped payload byte.
+  out->push_back(static_cast<char>(type));
+  PutFixed64(out, Checksum64(std::string_view(*out).substr(start)));
+  return type;
+}
+
+Result<std::string> ReadBlock(const RandomAccessFile& file,
+                              std::string_view file_name,
+                              const BlockHandle& handle) {
+  const std::string context = BlockContext(file_name, handle.offset);
+  if (handle.size > (uint64_t{1} << 32)) {
+    return Status::Corruption(
+        context, "implausible block size " + std::to_string(handle.size));
+  }
+  size_t n = handle.size + kBlockTrailerSize;
+  std::string buf(n, '\0');
+  std::string_view data;
+  Status s = file.Read(handle.offset, n, &data, buf.data());
+  if (!s.ok()) return s.WithContext(context);
+  if (data.size() != n) {
+    return Status::Corruption(
+        context, "truncated block: read " + std::to_string(data.size()) +
+                     " of " + std::to_string(n) + " bytes");
+  }
+  std::string_view stored = data.substr(0, handle.size);
+  char type = data[handle.size];
+  uint64_t expected = DecodeFixed64(data.data() + handle.size + 1);
+  if (Checksum64(data.substr(0, handle.size + 1)) != expected) {
+    return Status::Corruption(context, "checksum mismatch");
+  }
+  switch (static_cast<BlockType>(type)) {
+    case BlockType::kRaw:
+      if (data.data() == buf.data()) {
+        buf.resize(handle.size);
+        return buf;
+      }
+      return std::string(stored);
+    case BlockType::kLz4: {
+      uint64_t raw_size;
+      std::string_view input = stored;
+      if (!GetVarint64(&input, &raw_size) ||
+          raw_size > static_cast<uint64_t>(LZ4_MAX_INPUT_SIZE)) {
+        return Status::Corruption(context, "bad lz4 length header");
+      }
+      std::string raw(raw_size, '\0');
+      int got = LZ4_decompress_safe(input.data(), raw.data(),
+                                    static_cast<int>(input.size()),
+                                    static_cast<int>(raw_size));
+      if (got < 0 || static_cast<uint64_t>(got) != raw_size) {
+        return Status::Corruption(context, "lz4 decompression failed");
+      }
+      return raw;
+    }
+  }
+  return Status::Corruption(
+      context, "unknown block type " + std::to_string(static_cast<unsigned>(
+                                           static_cast<uint8_t>(type))));
+}
+
+}  // namespace tabletfs

@@ -14,7 +14,7 @@ namespace tabletfs {
 struct Cell {
   std::string family;
   std::string qualifier;
-  int64_t timestamp = 0; // microseconds since the epoch
+  int64_t timestamp = 0;  // microseconds since the epoch
   std::string value;
 
   bool operator==(const Cell &other) const = default;
@@ -27,6 +27,6 @@ struct Row {
   std::vector<Cell> cells;
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_CELL_H_
+#endif  // TABLETFS_STORE_CELL_H_

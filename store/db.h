@@ -28,7 +28,7 @@ namespace tabletfs {
 
 // A consistent point-in-time view for reads (ReadOptions::snapshot).
 class Snapshot {
-public:
+ public:
   virtual ~Snapshot() = default;
 };
 
@@ -39,16 +39,16 @@ struct CellCondition {
   std::string family;
   std::string qualifier;
   Op op = Op::kExists;
-  std::string value; // kEquals
+  std::string value;  // kEquals
 };
 
 struct AppendResult {
-  int64_t timestamp = 0;   // of the new version
-  uint64_t value_size = 0; // length of the new value
+  int64_t timestamp = 0;    // of the new version
+  uint64_t value_size = 0;  // length of the new value
 };
 
 class DB {
-public:
+ public:
   // Opens (creating when missing and options.create_if_missing) the
   // database in `dir`, taking an exclusive lock: Busy naming the holder's
   // pid when another open holds it. Recovers the log.
@@ -74,8 +74,8 @@ public:
   virtual Status DeleteFamily(std::string_view table,
                               std::string_view family) = 0;
   // In creation order (the order of families within a row).
-  virtual Result<std::vector<FamilyInfo>>
-  ListFamilies(std::string_view table) = 0;
+  virtual Result<std::vector<FamilyInfo>> ListFamilies(
+      std::string_view table) = 0;
   virtual Result<FamilySettings> GetFamily(std::string_view table,
                                            std::string_view family) = 0;
 
@@ -89,10 +89,12 @@ public:
                                 const WriteOptions &options) = 0;
   // Atomically appends `data` to the newest value of the cell (empty when
   // absent) as a new version at a server timestamp.
-  virtual Result<AppendResult>
-  Append(std::string_view table, std::string_view row, std::string_view family,
-         std::string_view qualifier, std::string_view data,
-         const WriteOptions &options) = 0;
+  virtual Result<AppendResult> Append(std::string_view table,
+                                      std::string_view row,
+                                      std::string_view family,
+                                      std::string_view qualifier,
+                                      std::string_view data,
+                                      const WriteOptions &options) = 0;
   // Atomically adds `delta` to the cell's 64-bit big-endian integer (absent:
   // 0) and writes it as a new version. InvalidArgument when the value is
   // not 8 bytes. Returns the new value.
@@ -103,10 +105,12 @@ public:
                                     const WriteOptions &options) = 0;
   // Atomically applies `if_true` when the condition holds on `row`, else
   // `if_false` (either may be empty). Returns whether it held.
-  virtual Result<bool>
-  CheckAndMutate(std::string_view table, std::string_view row,
-                 const CellCondition &condition, const RowMutation &if_true,
-                 const RowMutation &if_false, const WriteOptions &options) = 0;
+  virtual Result<bool> CheckAndMutate(std::string_view table,
+                                      std::string_view row,
+                                      const CellCondition &condition,
+                                      const RowMutation &if_true,
+                                      const RowMutation &if_false,
+                                      const WriteOptions &options) = 0;
 
   // ---- Reads ----
   // The visible versions of one row (no cells: the row does not exist).
@@ -118,8 +122,8 @@ public:
                                              std::string_view family,
                                              std::string_view qualifier,
                                              const ReadOptions &options) = 0;
-  virtual Result<std::unique_ptr<Scanner>>
-  NewScanner(std::string_view table, const ScanOptions &options) = 0;
+  virtual Result<std::unique_ptr<Scanner>> NewScanner(
+      std::string_view table, const ScanOptions &options) = 0;
   // The current state, for consistent multi-call reads.
   virtual std::shared_ptr<const Snapshot> GetSnapshot() = 0;
 
@@ -142,6 +146,6 @@ public:
   virtual int64_t LastTimestamp() = 0;
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_DB_H_
+#endif  // TABLETFS_STORE_DB_H_

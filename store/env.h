@@ -22,7 +22,7 @@ namespace tabletfs {
 
 // Reads a file from start to end (the log, the manifest).
 class SequentialFile {
-public:
+ public:
   SequentialFile() = default;
   SequentialFile(const SequentialFile &) = delete;
   SequentialFile &operator=(const SequentialFile &) = delete;
@@ -37,7 +37,7 @@ public:
 
 // Reads a file at offsets (SSTables, value files).
 class RandomAccessFile {
-public:
+ public:
   RandomAccessFile() = default;
   RandomAccessFile(const RandomAccessFile &) = delete;
   RandomAccessFile &operator=(const RandomAccessFile &) = delete;
@@ -52,7 +52,7 @@ public:
 // Writes a file sequentially. Data is durable only after Sync(); a crash of
 // the process loses nothing that Flush() handed to the OS.
 class WritableFile {
-public:
+ public:
   WritableFile() = default;
   WritableFile(const WritableFile &) = delete;
   WritableFile &operator=(const WritableFile &) = delete;
@@ -70,7 +70,7 @@ public:
 
 // An exclusive lock on a database directory; released when destroyed.
 class FileLock {
-public:
+ public:
   FileLock() = default;
   FileLock(const FileLock &) = delete;
   FileLock &operator=(const FileLock &) = delete;
@@ -78,7 +78,7 @@ public:
 };
 
 class Env {
-public:
+ public:
   Env() = default;
   Env(const Env &) = delete;
   Env &operator=(const Env &) = delete;
@@ -87,21 +87,21 @@ public:
   // The process-wide POSIX Env. Never destroyed.
   static Env *Default();
 
-  virtual Result<std::unique_ptr<SequentialFile>>
-  NewSequentialFile(const std::string &path) = 0;
-  virtual Result<std::unique_ptr<RandomAccessFile>>
-  NewRandomAccessFile(const std::string &path) = 0;
+  virtual Result<std::unique_ptr<SequentialFile>> NewSequentialFile(
+      const std::string &path) = 0;
+  virtual Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string &path) = 0;
   // Creates or truncates.
-  virtual Result<std::unique_ptr<WritableFile>>
-  NewWritableFile(const std::string &path) = 0;
+  virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(
+      const std::string &path) = 0;
   // Opens for appending, creating when missing.
-  virtual Result<std::unique_ptr<WritableFile>>
-  NewAppendableFile(const std::string &path) = 0;
+  virtual Result<std::unique_ptr<WritableFile>> NewAppendableFile(
+      const std::string &path) = 0;
 
   virtual bool FileExists(const std::string &path) = 0;
   // Names (not paths) of the entries of dir, without "." and "..".
-  virtual Result<std::vector<std::string>>
-  GetChildren(const std::string &dir) = 0;
+  virtual Result<std::vector<std::string>> GetChildren(
+      const std::string &dir) = 0;
   virtual Status RemoveFile(const std::string &path) = 0;
   // OK when the directory exists already.
   virtual Status CreateDir(const std::string &dir) = 0;
@@ -117,8 +117,8 @@ public:
   // Takes an exclusive lock on `path` (created if missing) and records this
   // process's pid in it. Busy, naming the holder's pid, when another
   // process or another open in this process holds it.
-  virtual Result<std::unique_ptr<FileLock>>
-  LockFile(const std::string &path) = 0;
+  virtual Result<std::unique_ptr<FileLock>> LockFile(
+      const std::string &path) = 0;
 
   // Bytes available to an unprivileged writer on the filesystem holding
   // `path`.
@@ -133,6 +133,6 @@ Status WriteStringToFile(Env *env, std::string_view data,
                          const std::string &path, bool sync);
 Result<std::string> ReadFileToString(Env *env, const std::string &path);
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_ENV_H_
+#endif  // TABLETFS_STORE_ENV_H_

@@ -95,6 +95,6 @@ struct ScanOptions {
   std::string prefix;
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_OPTIONS_H_
+#endif  // TABLETFS_STORE_OPTIONS_H_

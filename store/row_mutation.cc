@@ -56,4 +56,4 @@ size_t RowMutation::ByteSize() const {
   return n;
 }
 
-} // namespace tabletfs
+}  // namespace tabletfs

@@ -18,7 +18,7 @@ namespace tabletfs {
 inline constexpr int64_t kServerTimestamp = INT64_MIN;
 
 class RowMutation {
-public:
+ public:
   // Persisted in the log: do not renumber.
   enum class OpType : uint8_t {
     kSetCell = 1,
@@ -30,10 +30,10 @@ public:
 
   struct Op {
     OpType type;
-    std::string family;    // unused for kDeleteRow
-    std::string qualifier; // kSetCell, kDeleteVersion, kDeleteCell
-    int64_t timestamp = kServerTimestamp; // kSetCell, kDeleteVersion
-    std::string value;                    // kSetCell
+    std::string family;     // unused for kDeleteRow
+    std::string qualifier;  // kSetCell, kDeleteVersion, kDeleteCell
+    int64_t timestamp = kServerTimestamp;  // kSetCell, kDeleteVersion
+    std::string value;                     // kSetCell
   };
 
   explicit RowMutation(std::string row) : row_(std::move(row)) {}
@@ -58,11 +58,11 @@ public:
   // Bytes of keys and values, for write accounting.
   size_t ByteSize() const;
 
-private:
+ private:
   std::string row_;
   std::vector<Op> ops_;
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_ROW_MUTATION_H_
+#endif  // TABLETFS_STORE_ROW_MUTATION_H_

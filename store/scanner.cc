@@ -11,8 +11,7 @@ Status Scanner::ReadRow(Row *row) {
   // Compare against our own copy: views into the scanner die as it moves.
   while (Valid() && this->row() == row->key) {
     Result<std::string_view> value = this->value();
-    if (!value.ok())
-      return value.status();
+    if (!value.ok()) return value.status();
     row->cells.push_back(Cell{std::string(family()), std::string(qualifier()),
                               timestamp(), std::string(*value)});
     Next();
@@ -20,4 +19,4 @@ Status Scanner::ReadRow(Row *row) {
   return status();
 }
 
-} // namespace tabletfs
+}  // namespace tabletfs

@@ -22,7 +22,7 @@
 namespace tabletfs {
 
 class Scanner {
-public:
+ public:
   Scanner() = default;
   Scanner(const Scanner &) = delete;
   Scanner &operator=(const Scanner &) = delete;
@@ -62,6 +62,6 @@ public:
   Status ReadRow(Row *row);
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_SCANNER_H_
+#endif  // TABLETFS_STORE_SCANNER_H_

@@ -58,18 +58,17 @@ Status ValidateName(std::string_view what, std::string_view name,
 //   term   := factor ("and" factor)*
 //   factor := "never" | "maxversions=" N | "maxage=" DURATION | "(" expr ")"
 class PolicyParser {
-public:
+ public:
   explicit PolicyParser(std::string_view text) : text_(text) {}
 
   Result<GcPolicy> ParseAll() {
     TABLETFS_ASSIGN_OR_RETURN(GcPolicy p, ParseExpr());
     SkipSpace();
-    if (pos_ != text_.size())
-      return Error("unexpected '" + Rest() + "'");
+    if (pos_ != text_.size()) return Error("unexpected '" + Rest() + "'");
     return p;
   }
 
-private:
+ private:
   Result<GcPolicy> ParseExpr() {
     TABLETFS_ASSIGN_OR_RETURN(GcPolicy left, ParseTerm());
     while (ConsumeKeyword("or")) {
@@ -105,13 +104,11 @@ private:
     }
     std::string word = Word();
     std::string lower = Lower(word);
-    if (lower == "never")
-      return GcPolicy::Never();
+    if (lower == "never") return GcPolicy::Never();
     if (lower.rfind("maxversions=", 0) == 0) {
       std::string_view n = std::string_view(word).substr(12);
       uint64_t v = 0;
-      if (n.empty())
-        return Error("maxversions needs a number");
+      if (n.empty()) return Error("maxversions needs a number");
       for (char c : n) {
         if (!std::isdigit(static_cast<unsigned char>(c)) ||
             v > (std::numeric_limits<uint64_t>::max() - 9) / 10) {
@@ -120,18 +117,15 @@ private:
         }
         v = v * 10 + static_cast<uint64_t>(c - '0');
       }
-      if (v == 0)
-        return Error("maxversions must be at least 1");
+      if (v == 0) return Error("maxversions must be at least 1");
       return GcPolicy::MaxVersions(v);
     }
     if (lower.rfind("maxage=", 0) == 0) {
       Result<int64_t> d = ParseDurationMicros(std::string_view(word).substr(7));
-      if (!d.ok())
-        return Error(d.status().message());
+      if (!d.ok()) return Error(d.status().message());
       return GcPolicy::MaxAge(*d);
     }
-    if (word.empty())
-      return Error("unexpected '" + Rest() + "'");
+    if (word.empty()) return Error("unexpected '" + Rest() + "'");
     return Error("unknown rule '" + word +
                  "' (expected never, maxversions=N or maxage=DURATION)");
   }
@@ -140,8 +134,7 @@ private:
     SkipSpace();
     size_t save = pos_;
     std::string w = Lower(Word());
-    if (w == kw)
-      return true;
+    if (w == kw) return true;
     pos_ = save;
     return false;
   }
@@ -181,7 +174,7 @@ private:
   size_t pos_ = 0;
 };
 
-} // namespace
+}  // namespace
 
 GcPolicy GcPolicy::MaxVersions(uint64_t n) {
   GcPolicy p;
@@ -219,79 +212,78 @@ Result<GcPolicy> GcPolicy::Parse(std::string_view text) {
 
 std::string GcPolicy::ToString() const {
   switch (kind_) {
-  case Kind::kNever:
-    return "never";
-  case Kind::kMaxVersions:
-    return "maxversions=" + std::to_string(value_);
-  case Kind::kMaxAge:
-    return "maxage=" + FormatDurationMicros(max_age_micros());
-  case Kind::kAnd:
-  case Kind::kOr: {
-    // Parsing is left-associative and "and" binds tighter than "or", so
-    // parenthesize a left child of lower precedence and a right child of
-    // the same or lower precedence: Parse(ToString()) rebuilds this tree.
-    auto wrap = [this](const GcPolicy &child, bool is_right) {
-      bool combo = child.kind_ == Kind::kAnd || child.kind_ == Kind::kOr;
-      bool parens = false;
-      if (combo) {
-        if (kind_ == Kind::kAnd) {
-          parens = child.kind_ == Kind::kOr || is_right;
-        } else {
-          parens = is_right && child.kind_ == Kind::kOr;
+    case Kind::kNever:
+      return "never";
+    case Kind::kMaxVersions:
+      return "maxversions=" + std::to_string(value_);
+    case Kind::kMaxAge:
+      return "maxage=" + FormatDurationMicros(max_age_micros());
+    case Kind::kAnd:
+    case Kind::kOr: {
+      // Parsing is left-associative and "and" binds tighter than "or", so
+      // parenthesize a left child of lower precedence and a right child of
+      // the same or lower precedence: Parse(ToString()) rebuilds this tree.
+      auto wrap = [this](const GcPolicy &child, bool is_right) {
+        bool combo = child.kind_ == Kind::kAnd || child.kind_ == Kind::kOr;
+        bool parens = false;
+        if (combo) {
+          if (kind_ == Kind::kAnd) {
+            parens = child.kind_ == Kind::kOr || is_right;
+          } else {
+            parens = is_right && child.kind_ == Kind::kOr;
+          }
         }
-      }
-      std::string s = child.ToString();
-      return parens ? "(" + s + ")" : s;
-    };
-    return wrap(*left_, false) + (kind_ == Kind::kAnd ? " and " : " or ") +
-           wrap(*right_, true);
-  }
+        std::string s = child.ToString();
+        return parens ? "(" + s + ")" : s;
+      };
+      return wrap(*left_, false) + (kind_ == Kind::kAnd ? " and " : " or ") +
+             wrap(*right_, true);
+    }
   }
   return "never";
 }
 
 bool GcPolicy::Collects(uint64_t rank, int64_t age_micros) const {
   switch (kind_) {
-  case Kind::kNever:
-    return false;
-  case Kind::kMaxVersions:
-    return rank >= value_;
-  case Kind::kMaxAge:
-    return age_micros > max_age_micros();
-  case Kind::kAnd:
-    return left_->Collects(rank, age_micros) &&
-           right_->Collects(rank, age_micros);
-  case Kind::kOr:
-    return left_->Collects(rank, age_micros) ||
-           right_->Collects(rank, age_micros);
+    case Kind::kNever:
+      return false;
+    case Kind::kMaxVersions:
+      return rank >= value_;
+    case Kind::kMaxAge:
+      return age_micros > max_age_micros();
+    case Kind::kAnd:
+      return left_->Collects(rank, age_micros) &&
+             right_->Collects(rank, age_micros);
+    case Kind::kOr:
+      return left_->Collects(rank, age_micros) ||
+             right_->Collects(rank, age_micros);
   }
   return false;
 }
 
 bool GcPolicy::DependsOnTime() const {
   switch (kind_) {
-  case Kind::kMaxAge:
-    return true;
-  case Kind::kAnd:
-  case Kind::kOr:
-    return left_->DependsOnTime() || right_->DependsOnTime();
-  default:
-    return false;
+    case Kind::kMaxAge:
+      return true;
+    case Kind::kAnd:
+    case Kind::kOr:
+      return left_->DependsOnTime() || right_->DependsOnTime();
+    default:
+      return false;
   }
 }
 
 bool GcPolicy::operator==(const GcPolicy &other) const {
-  if (kind_ != other.kind_)
-    return false;
+  if (kind_ != other.kind_) return false;
   switch (kind_) {
-  case Kind::kNever:
-    return true;
-  case Kind::kMaxVersions:
-  case Kind::kMaxAge:
-    return value_ == other.value_;
-  case Kind::kAnd:
-  case Kind::kOr:
-    return *left_ == *other.left_ && *right_ == *other.right_;
+    case Kind::kNever:
+      return true;
+    case Kind::kMaxVersions:
+    case Kind::kMaxAge:
+      return value_ == other.value_;
+    case Kind::kAnd:
+    case Kind::kOr:
+      return *left_ == *other.left_ && *right_ == *other.right_;
   }
   return false;
 }
@@ -348,8 +340,7 @@ Result<int64_t> ParseDurationMicros(std::string_view text) {
 }
 
 std::string FormatDurationMicros(int64_t micros) {
-  if (micros <= 0)
-    return "0s";
+  if (micros <= 0) return "0s";
   std::string out;
   static constexpr DurationUnit kOrder[] = {
       {"d", 86400LL * 1000 * 1000},
@@ -378,8 +369,7 @@ Status ValidateFamilyName(std::string_view name) {
 }
 
 Status ValidateRowKey(std::string_view row) {
-  if (row.empty())
-    return Status::InvalidArgument("row key is empty");
+  if (row.empty()) return Status::InvalidArgument("row key is empty");
   if (row.size() > kMaxRowKeyBytes) {
     return Status::InvalidArgument("row key of " + std::to_string(row.size()) +
                                    " bytes is longer than the limit of 65536");
@@ -387,4 +377,4 @@ Status ValidateRowKey(std::string_view row) {
   return Status::OK();
 }
 
-} // namespace tabletfs
+}  // namespace tabletfs

@@ -23,7 +23,7 @@ enum class Compression : uint8_t { kNone = 0, kLz4 = 1 };
 // 1h30m. `and` collects a version when both sides would; `or` collects it
 // when either side would. `and` binds tighter than `or`.
 class GcPolicy {
-public:
+ public:
   // Persisted in the manifest: do not renumber.
   enum class Kind : uint8_t {
     kNever = 0,
@@ -33,7 +33,7 @@ public:
     kOr = 4
   };
 
-  GcPolicy() = default; // never
+  GcPolicy() = default;  // never
   static GcPolicy Never() { return GcPolicy(); }
   static GcPolicy MaxVersions(uint64_t n);
   static GcPolicy MaxAge(int64_t micros);
@@ -60,7 +60,7 @@ public:
 
   bool operator==(const GcPolicy &other) const;
 
-private:
+ private:
   Kind kind_ = Kind::kNever;
   uint64_t value_ = 0;
   std::shared_ptr<const GcPolicy> left_, right_;
@@ -96,6 +96,6 @@ inline constexpr size_t kMaxRowKeyBytes = 64 * 1024;
 // Row keys: 1 byte to 64 KiB.
 Status ValidateRowKey(std::string_view row);
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_SCHEMA_H_
+#endif  // TABLETFS_STORE_SCHEMA_H_

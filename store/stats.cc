@@ -50,4 +50,4 @@ std::string DbStats::ToString() const {
   return out.str();
 }
 
-} // namespace tabletfs
+}  // namespace tabletfs

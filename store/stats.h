@@ -18,7 +18,7 @@ struct LevelStats {
 };
 
 struct DbStats {
-  uint64_t memtable_bytes = 0; // active + frozen
+  uint64_t memtable_bytes = 0;  // active + frozen
   uint64_t frozen_memtables = 0;
   std::vector<LevelStats> levels;
   uint64_t value_file_bytes = 0;
@@ -26,21 +26,21 @@ struct DbStats {
   uint64_t flushes = 0;
   uint64_t compactions = 0;
   uint64_t compactions_pending = 0;
-  uint64_t bytes_written_by_user = 0; // keys + values applied
-  uint64_t bytes_written_to_disk = 0; // log + flush + compaction output
+  uint64_t bytes_written_by_user = 0;  // keys + values applied
+  uint64_t bytes_written_to_disk = 0;  // log + flush + compaction output
   uint64_t log_syncs = 0;
   uint64_t block_cache_hits = 0;
   uint64_t block_cache_misses = 0;
-  uint64_t bloom_useful = 0; // lookups a filter answered
+  uint64_t bloom_useful = 0;  // lookups a filter answered
   uint64_t write_stalls = 0;
   uint64_t last_sequence = 0;
   int64_t last_timestamp = 0;
-  std::string background_error; // empty when none
+  std::string background_error;  // empty when none
 
   // "key value" lines, one per field, for .tabletfs/stats.
   std::string ToString() const;
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_STATS_H_
+#endif  // TABLETFS_STORE_STATS_H_

@@ -19,7 +19,7 @@
 namespace tabletfs {
 
 class [[nodiscard]] Status {
-public:
+ public:
   // Persisted nowhere, but mapped to errno values in fs/: do not renumber
   // without updating that map.
   enum class Code {
@@ -88,7 +88,7 @@ public:
   // Marks that the caller looked at the status and chose to drop it.
   void IgnoreError() const {}
 
-private:
+ private:
   Status(Code code, std::string_view msg, std::string_view detail);
 
   Code code_ = Code::kOk;
@@ -98,20 +98,20 @@ private:
 std::string_view StatusCodeName(Status::Code code);
 
 // Holds a T or a non-OK Status.
-template <typename T> class [[nodiscard]] Result {
-public:
+template <typename T>
+class [[nodiscard]] Result {
+ public:
   // REQUIRES: !status.ok()
-  Result(Status status) : status_(std::move(status)) { // NOLINT
+  Result(Status status) : status_(std::move(status)) {  // NOLINT
     assert(!status_.ok());
-    if (status_.ok())
-      status_ = Status::InvalidArgument("Result from OK");
+    if (status_.ok()) status_ = Status::InvalidArgument("Result from OK");
   }
-  Result(T value) : value_(std::move(value)) {} // NOLINT
+  Result(T value) : value_(std::move(value)) {}  // NOLINT
   template <typename U, typename = std::enable_if_t<
                             std::is_constructible_v<T, U &&> &&
                             !std::is_same_v<std::decay_t<U>, T> &&
                             !std::is_same_v<std::decay_t<U>, Status>>>
-  Result(U &&value) : value_(std::forward<U>(value)) {} // NOLINT
+  Result(U &&value) : value_(std::forward<U>(value)) {}  // NOLINT
 
   bool ok() const { return value_.has_value(); }
   const Status &status() const { return status_; }
@@ -135,20 +135,19 @@ public:
   T *operator->() { return &value(); }
   const T *operator->() const { return &value(); }
 
-private:
+ private:
   Status status_;
   std::optional<T> value_;
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
 // Evaluates `expr` (a Status); returns it from the enclosing function when
 // it is not OK.
-#define TABLETFS_RETURN_IF_ERROR(expr)                                         \
-  do {                                                                         \
-    ::tabletfs::Status _st = (expr);                                           \
-    if (!_st.ok())                                                             \
-      return _st;                                                              \
+#define TABLETFS_RETURN_IF_ERROR(expr) \
+  do {                                 \
+    ::tabletfs::Status _st = (expr);   \
+    if (!_st.ok()) return _st;         \
   } while (0)
 
 #define TABLETFS_CONCAT_INNER_(a, b) a##b
@@ -156,12 +155,11 @@ private:
 
 // `TABLETFS_ASSIGN_OR_RETURN(auto x, ResultExpr());` declares x from the
 // value or returns the error status.
-#define TABLETFS_ASSIGN_OR_RETURN(lhs, expr)                                   \
+#define TABLETFS_ASSIGN_OR_RETURN(lhs, expr) \
   TABLETFS_ASSIGN_OR_RETURN_IMPL_(TABLETFS_CONCAT_(_res_, __LINE__), lhs, expr)
-#define TABLETFS_ASSIGN_OR_RETURN_IMPL_(res, lhs, expr)                        \
-  auto res = (expr);                                                           \
-  if (!res.ok())                                                               \
-    return res.status();                                                       \
+#define TABLETFS_ASSIGN_OR_RETURN_IMPL_(res, lhs, expr) \
+  auto res = (expr);                                    \
+  if (!res.ok()) return res.status();                   \
   lhs = std::move(res).value()
 
-#endif // TABLETFS_STORE_STATUS_H_
+#endif  // TABLETFS_STORE_STATUS_H_

@@ -14,12 +14,10 @@
 namespace tabletfs {
 
 inline void EncodeFixed32(char *dst, uint32_t v) {
-  for (int i = 0; i < 4; ++i)
-    dst[i] = static_cast<char>(v >> (8 * i));
+  for (int i = 0; i < 4; ++i) dst[i] = static_cast<char>(v >> (8 * i));
 }
 inline void EncodeFixed64(char *dst, uint64_t v) {
-  for (int i = 0; i < 8; ++i)
-    dst[i] = static_cast<char>(v >> (8 * i));
+  for (int i = 0; i < 8; ++i) dst[i] = static_cast<char>(v >> (8 * i));
 }
 inline uint32_t DecodeFixed32(const char *p) {
   uint32_t v = 0;
@@ -46,23 +44,19 @@ inline void PutFixed64(std::string *dst, uint64_t v) {
 
 // Big-endian: memcmp order equals numeric order.
 inline void EncodeBigEndian32(char *dst, uint32_t v) {
-  for (int i = 0; i < 4; ++i)
-    dst[i] = static_cast<char>(v >> (24 - 8 * i));
+  for (int i = 0; i < 4; ++i) dst[i] = static_cast<char>(v >> (24 - 8 * i));
 }
 inline void EncodeBigEndian64(char *dst, uint64_t v) {
-  for (int i = 0; i < 8; ++i)
-    dst[i] = static_cast<char>(v >> (56 - 8 * i));
+  for (int i = 0; i < 8; ++i) dst[i] = static_cast<char>(v >> (56 - 8 * i));
 }
 inline uint32_t DecodeBigEndian32(const char *p) {
   uint32_t v = 0;
-  for (int i = 0; i < 4; ++i)
-    v = (v << 8) | static_cast<uint8_t>(p[i]);
+  for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
   return v;
 }
 inline uint64_t DecodeBigEndian64(const char *p) {
   uint64_t v = 0;
-  for (int i = 0; i < 8; ++i)
-    v = (v << 8) | static_cast<uint8_t>(p[i]);
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
   return v;
 }
 inline void PutBigEndian32(std::string *dst, uint32_t v) {
@@ -95,8 +89,7 @@ inline bool GetVarint64(std::string_view *input, uint64_t *value) {
   uint64_t result = 0;
   for (size_t i = 0; i < input->size() && i < 10; ++i) {
     uint64_t byte = static_cast<uint8_t>((*input)[i]);
-    if (i == 9 && byte > 1)
-      return false;
+    if (i == 9 && byte > 1) return false;
     result |= (byte & 0x7f) << (7 * i);
     if (byte < 0x80) {
       input->remove_prefix(i + 1);
@@ -117,15 +110,13 @@ inline bool GetVarint32(std::string_view *input, uint32_t *value) {
   return true;
 }
 inline bool GetFixed32(std::string_view *input, uint32_t *value) {
-  if (input->size() < 4)
-    return false;
+  if (input->size() < 4) return false;
   *value = DecodeFixed32(input->data());
   input->remove_prefix(4);
   return true;
 }
 inline bool GetFixed64(std::string_view *input, uint64_t *value) {
-  if (input->size() < 8)
-    return false;
+  if (input->size() < 8) return false;
   *value = DecodeFixed64(input->data());
   input->remove_prefix(8);
   return true;
@@ -149,6 +140,6 @@ inline bool GetLengthPrefixed(std::string_view *input,
   return true;
 }
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_UTIL_CODING_H_
+#endif  // TABLETFS_STORE_UTIL_CODING_H_

@@ -8,4 +8,4 @@ uint64_t Hash64(std::string_view data, uint64_t seed) {
   return XXH64(data.data(), data.size(), seed);
 }
 
-} // namespace tabletfs
+}  // namespace tabletfs

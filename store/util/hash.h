@@ -18,6 +18,6 @@ uint64_t Hash64(std::string_view data, uint64_t seed = 0);
 // the format names. Kept as a separate name so formats read clearly.
 inline uint64_t Checksum64(std::string_view data) { return Hash64(data, 0); }
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_UTIL_HASH_H_
+#endif  // TABLETFS_STORE_UTIL_HASH_H_

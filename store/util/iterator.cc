@@ -3,8 +3,7 @@
 namespace tabletfs {
 
 Iterator::~Iterator() {
-  for (auto &fn : cleanups_)
-    fn();
+  for (auto &fn : cleanups_) fn();
 }
 
 void Iterator::RegisterCleanup(std::function<void()> fn) {
@@ -14,7 +13,7 @@ void Iterator::RegisterCleanup(std::function<void()> fn) {
 namespace {
 
 class EmptyIterator final : public Iterator {
-public:
+ public:
   explicit EmptyIterator(Status status) : status_(std::move(status)) {}
   bool Valid() const override { return false; }
   void SeekToFirst() override {}
@@ -30,14 +29,14 @@ public:
   }
   Status status() const override { return status_; }
 
-private:
+ private:
   Status status_;
 };
 
-} // namespace
+}  // namespace
 
 std::unique_ptr<Iterator> NewEmptyIterator(Status status) {
   return std::make_unique<EmptyIterator>(std::move(status));
 }
 
-} // namespace tabletfs
+}  // namespace tabletfs

@@ -16,7 +16,7 @@
 namespace tabletfs {
 
 class Iterator {
-public:
+ public:
   Iterator() = default;
   Iterator(const Iterator &) = delete;
   Iterator &operator=(const Iterator &) = delete;
@@ -37,13 +37,13 @@ public:
   // Runs `fn` when the iterator is destroyed (releases what it pins).
   void RegisterCleanup(std::function<void()> fn);
 
-private:
+ private:
   std::vector<std::function<void()>> cleanups_;
 };
 
 // An iterator over nothing, with the given status.
 std::unique_ptr<Iterator> NewEmptyIterator(Status status = Status::OK());
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_UTIL_ITERATOR_H_
+#endif  // TABLETFS_STORE_UTIL_ITERATOR_H_

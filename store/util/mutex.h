@@ -17,7 +17,7 @@
 namespace tabletfs {
 
 class CAPABILITY("mutex") Mutex {
-public:
+ public:
   Mutex() = default;
   Mutex(const Mutex &) = delete;
   Mutex &operator=(const Mutex &) = delete;
@@ -29,25 +29,25 @@ public:
   // holds the lock.
   void AssertHeld() ASSERT_CAPABILITY(this) {}
 
-private:
+ private:
   friend class CondVar;
   std::mutex mu_;
 };
 
 class SCOPED_CAPABILITY MutexLock {
-public:
+ public:
   explicit MutexLock(Mutex *mu) ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
   ~MutexLock() RELEASE() { mu_->Unlock(); }
   MutexLock(const MutexLock &) = delete;
   MutexLock &operator=(const MutexLock &) = delete;
 
-private:
+ private:
   Mutex *const mu_;
 };
 
 // A condition variable bound to one Mutex.
 class CondVar {
-public:
+ public:
   explicit CondVar(Mutex *mu) : mu_(mu) {}
   CondVar(const CondVar &) = delete;
   CondVar &operator=(const CondVar &) = delete;
@@ -69,11 +69,11 @@ public:
   void Signal() { cv_.notify_one(); }
   void SignalAll() { cv_.notify_all(); }
 
-private:
+ private:
   Mutex *const mu_;
   std::condition_variable cv_;
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_UTIL_MUTEX_H_
+#endif  // TABLETFS_STORE_UTIL_MUTEX_H_

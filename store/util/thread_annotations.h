@@ -13,22 +13,22 @@
 #define SCOPED_CAPABILITY TABLETFS_THREAD_ANNOTATION_(scoped_lockable)
 #define GUARDED_BY(x) TABLETFS_THREAD_ANNOTATION_(guarded_by(x))
 #define PT_GUARDED_BY(x) TABLETFS_THREAD_ANNOTATION_(pt_guarded_by(x))
-#define ACQUIRED_BEFORE(...)                                                   \
+#define ACQUIRED_BEFORE(...) \
   TABLETFS_THREAD_ANNOTATION_(acquired_before(__VA_ARGS__))
-#define ACQUIRED_AFTER(...)                                                    \
+#define ACQUIRED_AFTER(...) \
   TABLETFS_THREAD_ANNOTATION_(acquired_after(__VA_ARGS__))
-#define REQUIRES(...)                                                          \
+#define REQUIRES(...) \
   TABLETFS_THREAD_ANNOTATION_(requires_capability(__VA_ARGS__))
-#define ACQUIRE(...)                                                           \
+#define ACQUIRE(...) \
   TABLETFS_THREAD_ANNOTATION_(acquire_capability(__VA_ARGS__))
-#define RELEASE(...)                                                           \
+#define RELEASE(...) \
   TABLETFS_THREAD_ANNOTATION_(release_capability(__VA_ARGS__))
-#define TRY_ACQUIRE(...)                                                       \
+#define TRY_ACQUIRE(...) \
   TABLETFS_THREAD_ANNOTATION_(try_acquire_capability(__VA_ARGS__))
 #define EXCLUDES(...) TABLETFS_THREAD_ANNOTATION_(locks_excluded(__VA_ARGS__))
 #define ASSERT_CAPABILITY(x) TABLETFS_THREAD_ANNOTATION_(assert_capability(x))
 #define RETURN_CAPABILITY(x) TABLETFS_THREAD_ANNOTATION_(lock_returned(x))
-#define NO_THREAD_SAFETY_ANALYSIS                                              \
+#define NO_THREAD_SAFETY_ANALYSIS \
   TABLETFS_THREAD_ANNOTATION_(no_thread_safety_analysis)
 
-#endif // TABLETFS_STORE_UTIL_THREAD_ANNOTATIONS_H_
+#endif  // TABLETFS_STORE_UTIL_THREAD_ANNOTATIONS_H_

@@ -111,7 +111,7 @@ TEST(GcPolicyTest, CollectsByRankAgeAndCombination) {
   EXPECT_FALSE(age.Collects(5, kDay));
   EXPECT_TRUE(age.Collects(0, kDay + 1));
 
-  GcPolicy both = GcPolicy::And(v2, age); // collect old AND beyond 2
+  GcPolicy both = GcPolicy::And(v2, age);  // collect old AND beyond 2
   EXPECT_FALSE(both.Collects(3, 0));
   EXPECT_FALSE(both.Collects(0, 2 * kDay));
   EXPECT_TRUE(both.Collects(3, 2 * kDay));
@@ -180,5 +180,5 @@ TEST(StatusTest, CarriesCodeAndContext) {
   EXPECT_EQ(*v, 7);
 }
 
-} // namespace
-} // namespace tabletfs
+}  // namespace
+}  // namespace tabletfs

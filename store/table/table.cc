@@ -1,0 +1,259 @@
+#include "store/table/table.h"
+
+#include <cassert>
+
+#include "store/table/block_cache.h"
+#include "store/table/bloom_filter.h"
+
+namespace tabletfs {
+
+namespace {
+
+std::string BlockContext(std::string_view file_name, uint64_t offset) {
+  return std::string(file_name) + ": block at offset " + std::to_string(offset);
+}
+
+// A handle from the footer or the index must lie before `limit` (the
+// footer), so a damaged handle never sends a read past the table.
+Status CheckHandle(const BlockHandle& handle, uint64_t limit,
+                   std::string_view file_name, std::string_view what) {
+  if (handle.offset > limit || handle.size > limit ||
+      handle.offset + handle.size + kBlockTrailerSize > limit) {
+    return Status::Corruption(
+        std::string(file_name) + ": " + std::string(what),
+        "block handle (offset " + std::to_string(handle.offset) + ", size " +
+            std::to_string(handle.size) + ") past the data end " +
+            std::to_string(limit));
+  }
+  return Status::OK();
+}
+
+Result<std::shared_ptr<const Block>> ReadAndParseBlock(
+    const RandomAccessFile& file, std::string_view file_name,
+    const BlockHandle& handle) {
+  TABLETFS_ASSIGN_OR_RETURN(std::string contents,
+                            ReadBlock(file, file_name, handle));
+  return Block::Create(std::move(contents),
+                       BlockContext(file_name, handle.offset));
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Table>> Table::Open(
+    const TableOptions& options, std::unique_ptr<RandomAccessFile> file,
+    uint64_t file_size, uint64_t cache_id, std::string file_name) {
+  if (file_size < Footer::kEncodedLength) {
+    return Status::Corruption(file_name,
+                              "file of " + std::to_string(file_size) +
+                                  " bytes is too short to be an SSTable");
+  }
+  const uint64_t footer_offset = file_size - Footer::kEncodedLength;
+  char footer_buf[Footer::kEncodedLength];
+  std::string_view footer_data;
+  Status s = file->Read(footer_offset, Footer::kEncodedLength, &footer_data,
+                        footer_buf);
+  if (!s.ok()) return s.WithContext(file_name + ": reading the footer");
+  Footer footer;
+  TABLETFS_RETURN_IF_ERROR(
+      footer.DecodeFrom(footer_data, file_name, footer_offset));
+
+  TABLETFS_RETURN_IF_ERROR(
+      CheckHandle(footer.index, footer_offset, file_name, "index handle"));
+  TABLETFS_ASSIGN_OR_RETURN(std::shared_ptr<const Block> index,
+                            ReadAndParseBlock(*file, file_name, footer.index));
+  std::string filter;
+  if (footer.filter.size > 0) {
+    TABLETFS_RETURN_IF_ERROR(
+        CheckHandle(footer.filter, footer_offset, file_name, "filter handle"));
+    TABLETFS_ASSIGN_OR_RETURN(filter,
+                              ReadBlock(*file, file_name, footer.filter));
+  }
+  return std::shared_ptr<Table>(new Table(
+      options, std::move(file), file_size, cache_id, std::move(file_name),
+      footer, std::move(index), std::move(filter)));
+}
+
+Table::Table(const TableOptions& options,
+             std::unique_ptr<RandomAccessFile> file, uint64_t file_size,
+             uint64_t cache_id, std::string file_name, Footer footer,
+             std::shared_ptr<const Block> index, std::string filter)
+    : options_(options),
+      file_(std::move(file)),
+      file_size_(file_size),
+      cache_id_(cache_id),
+      file_name_(std::move(file_name)),
+      footer_(footer),
+      index_(std::move(index)),
+      filter_(std::move(filter)) {}
+
+Table::~Table() = default;
+
+Result<std::shared_ptr<const Block>> Table::ReadDataBlock(
+    const BlockHandle& handle, bool fill_cache) const {
+  BlockCache* cache = options_.block_cache;
+  if (cache != nullptr) {
+    std::shared_ptr<const Block> block =
+        cache->Lookup(cache_id_, handle.offset);
+    if (block != nullptr) return block;
+  }
+  TABLETFS_RETURN_IF_ERROR(CheckHandle(
+      handle, file_size_ - Footer::kEncodedLength, file_name_, "index entry"));
+  TABLETFS_ASSIGN_OR_RETURN(std::shared_ptr<const Block> block,
+                            ReadAndParseBlock(*file_, file_name_, handle));
+  if (cache != nullptr && fill_cache) {
+    cache->Insert(cache_id_, handle.offset, block);
+  }
+  return block;
+}
+
+bool Table::MayContain(std::string_view filter_key) const {
+  if (filter_.empty()) return true;
+  return BloomFilterMayContain(filter_, filter_key);
+}
+
+uint64_t Table::ApproximateOffsetOf(std::string_view key) const {
+  std::unique_ptr<Iterator> it = Block::NewIterator(index_);
+  it->Seek(key);
+  if (it->Valid()) {
+    BlockHandle handle;
+    std::string_view value = it->value();
+    if (handle.DecodeFrom(&value)) return handle.offset;
+  }
+  return file_size_;
+}
+
+Status Table::VerifyChecksums() const {
+  TABLETFS_ASSIGN_OR_RETURN(
+      std::shared_ptr<const Block> index,
+      ReadAndParseBlock(*file_, file_name_, footer_.index));
+  if (footer_.filter.size > 0) {
+    Result<std::string> filter = ReadBlock(*file_, file_name_, footer_.filter);
+    if (!filter.ok()) return filter.status();
+  }
+  std::unique_ptr<Iterator> index_iter = Block::NewIterator(index);
+  for (index_iter->SeekToFirst(); index_iter->Valid(); index_iter->Next()) {
+    BlockHandle handle;
+    std::string_view value = index_iter->value();
+    if (!handle.DecodeFrom(&value)) {
+      return Status::Corruption(index->context(), "bad block handle");
+    }
+    TABLETFS_RETURN_IF_ERROR(CheckHandle(handle,
+                                         file_size_ - Footer::kEncodedLength,
+                                         file_name_, "index entry"));
+    TABLETFS_ASSIGN_OR_RETURN(std::shared_ptr<const Block> block,
+                              ReadAndParseBlock(*file_, file_name_, handle));
+    std::unique_ptr<Iterator> it = Block::NewIterator(std::move(block));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    }
+    TABLETFS_RETURN_IF_ERROR(it->status());
+  }
+  return index_iter->status();
+}
+
+// Walks the index block and, for each entry, the data block it names. A
+// data block that fails to read or parse stops the iterator with that
+// status: skipping it would hide lost data behind a clean-looking scan.
+class Table::TwoLevelIterator final : public Iterator {
+ public:
+  TwoLevelIterator(std::shared_ptr<const Table> table, bool fill_cache)
+      : table_(std::move(table)),
+        fill_cache_(fill_cache),
+        index_iter_(Block::NewIterator(table_->index_)) {}
+
+  bool Valid() const override {
+    return status_.ok() && data_iter_ != nullptr && data_iter_->Valid();
+  }
+  std::string_view key() const override {
+    assert(Valid());
+    return data_iter_->key();
+  }
+  std::string_view value() const override {
+    assert(Valid());
+    return data_iter_->value();
+  }
+  Status status() const override {
+    if (!status_.ok()) return status_;
+    return index_iter_->status();
+  }
+
+  void SeekToFirst() override {
+    if (!status_.ok()) return;
+    index_iter_->SeekToFirst();
+    InitDataBlock();
+    if (data_iter_ != nullptr) data_iter_->SeekToFirst();
+    SkipEmptyDataBlocksForward();
+  }
+
+  void Seek(std::string_view target) override {
+    if (!status_.ok()) return;
+    index_iter_->Seek(target);
+    InitDataBlock();
+    if (data_iter_ != nullptr) data_iter_->Seek(target);
+    SkipEmptyDataBlocksForward();
+  }
+
+  void Next() override {
+    assert(Valid());
+    data_iter_->Next();
+    SkipEmptyDataBlocksForward();
+  }
+
+ private:
+  // Points data_iter_ at the block the index iterator names (nullptr when
+  // the index iterator is exhausted or on error).
+  void InitDataBlock() {
+    if (!index_iter_->Valid()) {
+      data_iter_.reset();
+      return;
+    }
+    BlockHandle handle;
+    std::string_view value = index_iter_->value();
+    if (!handle.DecodeFrom(&value)) {
+      Fail(Status::Corruption(table_->index_->context(), "bad block handle"));
+      return;
+    }
+    if (data_iter_ != nullptr && handle.offset == data_offset_) return;
+    Result<std::shared_ptr<const Block>> block =
+        table_->ReadDataBlock(handle, fill_cache_);
+    if (!block.ok()) {
+      Fail(block.status());
+      return;
+    }
+    data_iter_ = Block::NewIterator(std::move(block).value());
+    data_offset_ = handle.offset;
+  }
+
+  void SkipEmptyDataBlocksForward() {
+    while (status_.ok() && (data_iter_ == nullptr || !data_iter_->Valid())) {
+      if (data_iter_ != nullptr && !data_iter_->status().ok()) {
+        Fail(data_iter_->status());
+        return;
+      }
+      if (!index_iter_->Valid()) {
+        data_iter_.reset();
+        return;
+      }
+      index_iter_->Next();
+      InitDataBlock();
+      if (data_iter_ != nullptr) data_iter_->SeekToFirst();
+    }
+  }
+
+  void Fail(Status s) {
+    status_ = std::move(s);
+    data_iter_.reset();
+  }
+
+  const std::shared_ptr<const Table> table_;
+  const bool fill_cache_;
+  const std::unique_ptr<Iterator> index_iter_;
+  std::unique_ptr<Iterator> data_iter_;  // Holds its block.
+  uint64_t data_offset_ = 0;             // Of data_iter_'s block.
+  Status status_;                        // Sticky: the first error.
+};
+
+std::unique_ptr<Iterator> Table::NewIterator(bool fill_cache) const {
+  return std::make_unique<TwoLevelIterator>(shared_from_this(), fill_cache);
+}
+
+}  // namespace tabletfs

@@ -1,0 +1,96 @@
+#include "store/table/table_builder.h"
+
+#include <cassert>
+#include <vector>
+
+namespace tabletfs {
+
+TableBuilder::TableBuilder(const TableOptions& options, WritableFile* file)
+    : options_(options),
+      file_(file),
+      offset_(file->Size()),
+      data_block_(options.restart_interval),
+      // The index is small and searched once per table read: a restart at
+      // every entry makes Seek a pure binary search.
+      index_block_(1),
+      filter_(options.bloom_bits_per_key > 0 ? options.bloom_bits_per_key : 1) {
+}
+
+TableBuilder::~TableBuilder() { assert(closed_); }
+
+void TableBuilder::Add(std::string_view key, std::string_view value) {
+  assert(!closed_);
+  assert(num_entries_ == 0 || key > std::string_view(largest_key_));
+  if (!status_.ok()) return;
+  if (num_entries_ == 0) smallest_key_.assign(key);
+  if (data_block_.empty()) first_key_of_block_.assign(key);
+  if (options_.bloom_bits_per_key > 0) {
+    if (options_.filter_keys) {
+      std::vector<std::string_view> filter_keys;
+      options_.filter_keys(key, &filter_keys);
+      for (std::string_view k : filter_keys) filter_.AddKey(k);
+    } else {
+      filter_.AddKey(key);
+    }
+  }
+  data_block_.Add(key, value);
+  largest_key_.assign(key);
+  ++num_entries_;
+  if (data_block_.CurrentSizeEstimate() >= options_.block_size) {
+    FlushDataBlock();
+  }
+}
+
+void TableBuilder::FlushDataBlock() {
+  if (data_block_.empty() || !status_.ok()) return;
+  Compression compression = options_.compression
+                                ? options_.compression(first_key_of_block_)
+                                : Compression::kNone;
+  BlockHandle handle;
+  WriteBlock(data_block_.Finish(), compression, &handle);
+  if (!status_.ok()) return;
+  // The index maps the last key of each block to it: the first block whose
+  // last key is >= a target is the only one that can hold the target.
+  std::string encoded;
+  handle.EncodeTo(&encoded);
+  index_block_.Add(data_block_.last_key(), encoded);
+  data_block_.Reset();
+}
+
+void TableBuilder::WriteBlock(std::string_view contents,
+                              Compression compression, BlockHandle* handle) {
+  scratch_.clear();
+  EncodeBlock(contents, compression, &scratch_);
+  handle->offset = offset_;
+  handle->size = scratch_.size() - kBlockTrailerSize;
+  status_ = file_->Append(scratch_);
+  if (status_.ok()) offset_ += scratch_.size();
+}
+
+Status TableBuilder::Finish() {
+  assert(!closed_);
+  FlushDataBlock();
+  closed_ = true;
+  Footer footer;
+  footer.format_version = Footer::kCurrentVersion;
+  if (status_.ok() && options_.bloom_bits_per_key > 0) {
+    WriteBlock(filter_.Finish(), Compression::kNone, &footer.filter);
+  }
+  if (status_.ok()) {
+    WriteBlock(index_block_.Finish(), Compression::kNone, &footer.index);
+  }
+  if (status_.ok()) {
+    std::string encoded;
+    footer.EncodeTo(&encoded);
+    status_ = file_->Append(encoded);
+    if (status_.ok()) offset_ += encoded.size();
+  }
+  return status_;
+}
+
+void TableBuilder::Abandon() {
+  assert(!closed_);
+  closed_ = true;
+}
+
+}  // namespace tabletfs

@@ -1,0 +1,535 @@
+// The POSIX Env: Env::Default().
+//
+// Every descriptor is opened with O_CLOEXEC (the daemon may fork helpers) and
+// owned by a ScopedFd, so no error path leaks one. Every syscall that can be
+// interrupted is retried on EINTR. Errors name the operation and the path and
+// carry strerror(); ENOSPC and EDQUOT become NoSpace so the engine can tell a
+// full disk (recoverable) from a failing one (sticky).
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "store/env.h"
+#include "store/util/mutex.h"
+
+namespace tabletfs {
+namespace {
+
+// Bytes a PosixWritableFile collects before handing them to write(2). Large
+// enough that the log's small records cost one syscall per group commit, small
+// enough that a process crash loses little that the caller had not flushed.
+constexpr size_t kWritableBufferBytes = 64 << 10;
+
+// Owns a file descriptor; closes it when destroyed.
+class ScopedFd {
+ public:
+  ScopedFd() = default;
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ScopedFd(ScopedFd&& other) noexcept : fd_(other.Release()) {}
+  ScopedFd& operator=(ScopedFd&& other) noexcept {
+    if (this != &other) Reset(other.Release());
+    return *this;
+  }
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  ~ScopedFd() { Reset(-1); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int Release() { return std::exchange(fd_, -1); }
+  void Reset(int fd) {
+    // close(2) is not retried on EINTR: on Linux the descriptor is released
+    // either way, and a retry could close a descriptor another thread just
+    // received.
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Owns a DIR* from opendir(3).
+class ScopedDir {
+ public:
+  explicit ScopedDir(DIR* dir) : dir_(dir) {}
+  ScopedDir(const ScopedDir&) = delete;
+  ScopedDir& operator=(const ScopedDir&) = delete;
+  ~ScopedDir() {
+    if (dir_ != nullptr) ::closedir(dir_);
+  }
+  DIR* get() const { return dir_; }
+
+ private:
+  DIR* dir_;
+};
+
+// "<op> <path>: <strerror>" with the code that fits the errno.
+Status PosixError(std::string_view op, const std::string& path, int err) {
+  std::string context(op);
+  context.append(" ");
+  context.append(path);
+  const char* reason = std::strerror(err);
+  switch (err) {
+    case ENOENT:
+      return Status::NotFound(context, reason);
+    case ENOSPC:
+    case EDQUOT:
+      return Status::NoSpace(context, reason);
+    default:
+      return Status::IOError(context, reason);
+  }
+}
+
+int OpenRetrying(const char* path, int flags, mode_t mode = 0644) {
+  int fd;
+  do {
+    fd = ::open(path, flags | O_CLOEXEC, mode);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+// Writes all of data at the descriptor's offset. Returns 0 or an errno.
+int WriteFully(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return 0;
+}
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+class PosixSequentialFile final : public SequentialFile {
+ public:
+  PosixSequentialFile(std::string path, ScopedFd fd)
+      : path_(std::move(path)), fd_(std::move(fd)) {}
+
+  Status Read(size_t n, std::string_view* result, char* scratch) override {
+    // Loops because read(2) may return less than asked before the end of the
+    // file (signals, pipes, some filesystems); our contract says a short
+    // result means end of file.
+    size_t got = 0;
+    while (got < n) {
+      ssize_t r = ::read(fd_.get(), scratch + got, n - got);
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        *result = {};
+        return PosixError("read", path_, errno);
+      }
+      if (r == 0) break;
+      got += static_cast<size_t>(r);
+    }
+    *result = std::string_view(scratch, got);
+    return Status::OK();
+  }
+
+  Status Skip(uint64_t n) override {
+    if (::lseek(fd_.get(), static_cast<off_t>(n), SEEK_CUR) < 0) {
+      return PosixError("lseek", path_, errno);
+    }
+    return Status::OK();
+  }
+
+ private:
+  const std::string path_;
+  ScopedFd fd_;
+};
+
+class PosixRandomAccessFile final : public RandomAccessFile {
+ public:
+  PosixRandomAccessFile(std::string path, ScopedFd fd)
+      : path_(std::move(path)), fd_(std::move(fd)) {}
+
+  // pread(2) carries its own offset, so concurrent readers share one
+  // descriptor without a lock.
+  Status Read(uint64_t offset, size_t n, std::string_view* result,
+              char* scratch) const override {
+    size_t got = 0;
+    while (got < n) {
+      ssize_t r = ::pread(fd_.get(), scratch + got, n - got,
+                          static_cast<off_t>(offset + got));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        *result = {};
+        return PosixError("pread", path_, errno)
+            .WithContext("offset " + std::to_string(offset + got));
+      }
+      if (r == 0) break;
+      got += static_cast<size_t>(r);
+    }
+    *result = std::string_view(scratch, got);
+    return Status::OK();
+  }
+
+ private:
+  const std::string path_;
+  const ScopedFd fd_;
+};
+
+class PosixWritableFile final : public WritableFile {
+ public:
+  PosixWritableFile(std::string path, ScopedFd fd, uint64_t initial_size)
+      : path_(std::move(path)), fd_(std::move(fd)), size_(initial_size) {
+    buffer_.reserve(kWritableBufferBytes);
+  }
+
+  ~PosixWritableFile() override {
+    if (fd_.valid()) Close().IgnoreError();
+  }
+
+  Status Append(std::string_view data) override {
+    if (!fd_.valid()) return ClosedError("append");
+    size_t room = kWritableBufferBytes - buffer_.size();
+    if (data.size() <= room) {
+      buffer_.append(data);
+      size_ += data.size();
+      return Status::OK();
+    }
+    // Fill the buffer, write it, then either buffer the rest or, when the
+    // rest alone exceeds the buffer, write it straight from the caller's
+    // memory instead of copying it twice.
+    buffer_.append(data.substr(0, room));
+    size_ += room;
+    data.remove_prefix(room);
+    TABLETFS_RETURN_IF_ERROR(FlushBuffer());
+    if (data.size() <= kWritableBufferBytes) {
+      buffer_.append(data);
+      size_ += data.size();
+      return Status::OK();
+    }
+    if (int err = WriteFully(fd_.get(), data.data(), data.size()); err != 0) {
+      return PosixError("write", path_, err);
+    }
+    size_ += data.size();
+    return Status::OK();
+  }
+
+  Status Flush() override {
+    if (!fd_.valid()) return ClosedError("flush");
+    return FlushBuffer();
+  }
+
+  Status Sync() override {
+    if (!fd_.valid()) return ClosedError("sync");
+    TABLETFS_RETURN_IF_ERROR(FlushBuffer());
+    // fdatasync covers the data and the size; the directory entry of a new
+    // file is the caller's business (SyncDir).
+    int r;
+    do {
+      r = ::fdatasync(fd_.get());
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) return PosixError("fdatasync", path_, errno);
+    return Status::OK();
+  }
+
+  Status Close() override {
+    if (!fd_.valid()) return Status::OK();
+    Status s = FlushBuffer();
+    int fd = fd_.Release();
+    if (::close(fd) < 0 && s.ok()) s = PosixError("close", path_, errno);
+    return s;
+  }
+
+  uint64_t Size() const override { return size_; }
+
+ private:
+  Status FlushBuffer() {
+    if (buffer_.empty()) return Status::OK();
+    int err = WriteFully(fd_.get(), buffer_.data(), buffer_.size());
+    // On failure the buffer is dropped too: the file's tail is unknown
+    // (write(2) may have written part of it), and the engine treats a failed
+    // write as sticky, so retrying these bytes would only hide that.
+    buffer_.clear();
+    if (err != 0) return PosixError("write", path_, err);
+    return Status::OK();
+  }
+
+  Status ClosedError(std::string_view op) const {
+    return Status::IOError(std::string(op) + " " + path_, "file is closed");
+  }
+
+  const std::string path_;
+  ScopedFd fd_;
+  std::string buffer_;
+  uint64_t size_;
+};
+
+// Paths locked by this process. flock(2) already refuses a second lock taken
+// through another open file description, even in the same process, but not on
+// every filesystem (NFS emulates it with fcntl locks, which a process never
+// conflicts with), so we check here first.
+class LockTable {
+ public:
+  bool Insert(const std::string& path) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    return paths_.insert(path).second;
+  }
+  void Remove(const std::string& path) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    paths_.erase(path);
+  }
+
+ private:
+  Mutex mu_;
+  std::set<std::string> paths_ GUARDED_BY(mu_);
+};
+
+class PosixFileLock final : public FileLock {
+ public:
+  PosixFileLock(LockTable* table, std::string path, ScopedFd fd)
+      : table_(table), path_(std::move(path)), fd_(std::move(fd)) {}
+  ~PosixFileLock() override {
+    // The file stays: removing it would let a process that opened it before
+    // the removal and one that creates a new one both "hold" the lock.
+    ::flock(fd_.get(), LOCK_UN);
+    fd_.Reset(-1);
+    table_->Remove(path_);
+  }
+
+ private:
+  LockTable* const table_;
+  const std::string path_;
+  ScopedFd fd_;
+};
+
+std::string BusyMessage(const std::string& path, const std::string& holder) {
+  return "database " + DirName(path) + " is locked by " + holder;
+}
+
+// The pid recorded in a lock file, as text, or "another process" when the
+// holder has not written it yet (or the file is unreadable).
+std::string ReadLockHolder(int fd) {
+  char buf[32];
+  ssize_t r;
+  do {
+    r = ::pread(fd, buf, sizeof(buf) - 1, 0);
+  } while (r < 0 && errno == EINTR);
+  if (r <= 0) return "another process";
+  std::string pid(buf, static_cast<size_t>(r));
+  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) {
+    pid.pop_back();
+  }
+  if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) {
+    return "another process";
+  }
+  return "pid " + pid;
+}
+
+class PosixEnv final : public Env {
+ public:
+  Result<std::unique_ptr<SequentialFile>> NewSequentialFile(
+      const std::string& path) override {
+    ScopedFd fd(OpenRetrying(path.c_str(), O_RDONLY));
+    if (!fd.valid()) return PosixError("open", path, errno);
+    return std::unique_ptr<SequentialFile>(
+        std::make_unique<PosixSequentialFile>(path, std::move(fd)));
+  }
+
+  Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path) override {
+    ScopedFd fd(OpenRetrying(path.c_str(), O_RDONLY));
+    if (!fd.valid()) return PosixError("open", path, errno);
+    return std::unique_ptr<RandomAccessFile>(
+        std::make_unique<PosixRandomAccessFile>(path, std::move(fd)));
+  }
+
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(
+      const std::string& path) override {
+    ScopedFd fd(OpenRetrying(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC));
+    if (!fd.valid()) return PosixError("open", path, errno);
+    return std::unique_ptr<WritableFile>(
+        std::make_unique<PosixWritableFile>(path, std::move(fd), 0));
+  }
+
+  Result<std::unique_ptr<WritableFile>> NewAppendableFile(
+      const std::string& path) override {
+    ScopedFd fd(OpenRetrying(path.c_str(), O_WRONLY | O_CREAT | O_APPEND));
+    if (!fd.valid()) return PosixError("open", path, errno);
+    struct stat st;
+    if (::fstat(fd.get(), &st) < 0) return PosixError("fstat", path, errno);
+    return std::unique_ptr<WritableFile>(std::make_unique<PosixWritableFile>(
+        path, std::move(fd), static_cast<uint64_t>(st.st_size)));
+  }
+
+  bool FileExists(const std::string& path) override {
+    return ::access(path.c_str(), F_OK) == 0;
+  }
+
+  Result<std::vector<std::string>> GetChildren(
+      const std::string& dir) override {
+    ScopedDir d(::opendir(dir.c_str()));
+    if (d.get() == nullptr) return PosixError("opendir", dir, errno);
+    std::vector<std::string> names;
+    for (;;) {
+      errno = 0;
+      struct dirent* entry = ::readdir(d.get());
+      if (entry == nullptr) {
+        if (errno != 0) return PosixError("readdir", dir, errno);
+        break;
+      }
+      std::string_view name(entry->d_name);
+      if (name == "." || name == "..") continue;
+      names.emplace_back(name);
+    }
+    return names;
+  }
+
+  Status RemoveFile(const std::string& path) override {
+    if (::unlink(path.c_str()) < 0) return PosixError("unlink", path, errno);
+    return Status::OK();
+  }
+
+  Status CreateDir(const std::string& dir) override {
+    if (::mkdir(dir.c_str(), 0755) == 0) return Status::OK();
+    int err = errno;
+    if (err == EEXIST) {
+      struct stat st;
+      if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        return Status::OK();
+      }
+    }
+    return PosixError("mkdir", dir, err);
+  }
+
+  Status RemoveDir(const std::string& dir) override {
+    if (::rmdir(dir.c_str()) < 0) return PosixError("rmdir", dir, errno);
+    return Status::OK();
+  }
+
+  Result<uint64_t> GetFileSize(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) < 0) return PosixError("stat", path, errno);
+    return static_cast<uint64_t>(st.st_size);
+  }
+
+  Status RenameFile(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) < 0) {
+      return PosixError("rename", from + " -> " + to, errno);
+    }
+    return Status::OK();
+  }
+
+  Status TruncateFile(const std::string& path, uint64_t size) override {
+    int r;
+    do {
+      r = ::truncate(path.c_str(), static_cast<off_t>(size));
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) {
+      return PosixError("truncate", path, errno)
+          .WithContext("to " + std::to_string(size) + " bytes");
+    }
+    return Status::OK();
+  }
+
+  Status SyncDir(const std::string& dir) override {
+    ScopedFd fd(OpenRetrying(dir.c_str(), O_RDONLY | O_DIRECTORY));
+    if (!fd.valid()) return PosixError("open directory", dir, errno);
+    int r;
+    do {
+      r = ::fsync(fd.get());
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) return PosixError("fsync directory", dir, errno);
+    return Status::OK();
+  }
+
+  Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
+    ScopedFd fd(OpenRetrying(path.c_str(), O_RDWR | O_CREAT));
+    if (!fd.valid()) return PosixError("open lock file", path, errno);
+    if (!locks_.Insert(path)) {
+      return Status::Busy(BusyMessage(path, ReadLockHolder(fd.get())),
+                          "held by this process");
+    }
+    int r;
+    do {
+      r = ::flock(fd.get(), LOCK_EX | LOCK_NB);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) {
+      int err = errno;
+      locks_.Remove(path);
+      if (err == EWOULDBLOCK) {
+        return Status::Busy(BusyMessage(path, ReadLockHolder(fd.get())));
+      }
+      return PosixError("flock", path, err);
+    }
+    // The lock is ours: record our pid for whoever is refused next. The
+    // previous holder's pid is replaced, not appended to.
+    std::string pid = std::to_string(::getpid()) + "\n";
+    int err = 0;
+    if (::ftruncate(fd.get(), 0) < 0) {
+      err = errno;
+    } else {
+      ssize_t w;
+      do {
+        w = ::pwrite(fd.get(), pid.data(), pid.size(), 0);
+      } while (w < 0 && errno == EINTR);
+      if (w < 0) {
+        err = errno;
+      } else if (static_cast<size_t>(w) != pid.size()) {
+        err = ENOSPC;
+      }
+    }
+    if (err != 0) {
+      ::flock(fd.get(), LOCK_UN);
+      locks_.Remove(path);
+      return PosixError("write pid to lock file", path, err);
+    }
+    return std::unique_ptr<FileLock>(
+        std::make_unique<PosixFileLock>(&locks_, path, std::move(fd)));
+  }
+
+  Result<uint64_t> GetFreeSpace(const std::string& path) override {
+    struct statvfs st;
+    int r;
+    do {
+      r = ::statvfs(path.c_str(), &st);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) return PosixError("statvfs", path, errno);
+    return static_cast<uint64_t>(st.f_bavail) *
+           static_cast<uint64_t>(st.f_frsize);
+  }
+
+  int64_t NowMicros() override {
+    struct timespec ts;
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+  }
+
+ private:
+  LockTable locks_;
+};
+
+}  // namespace
+
+Env* Env::Default() {
+  // Leaked on purpose: background threads and static destructors of other
+  // translation units may still use it while the process exits.
+  static Env* const env = new PosixEnv();
+  return env;
+}
+
+}  // namespace tabletfs

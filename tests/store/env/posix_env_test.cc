@@ -1,0 +1,283 @@
+// Env::Default(): the POSIX Env against a real temporary directory.
+
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "store/env.h"
+
+namespace tabletfs {
+namespace {
+
+class PosixEnvTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* tmp = getenv("TMPDIR");
+    std::string templ =
+        std::string(tmp != nullptr ? tmp : "/tmp") + "/posix_env_test.XXXXXX";
+    ASSERT_NE(mkdtemp(templ.data()), nullptr);
+    dir_ = templ;
+  }
+  void TearDown() override {
+    auto children = env_->GetChildren(dir_);
+    if (children.ok()) {
+      for (const std::string& name : *children) {
+        std::string path = dir_ + "/" + name;
+        if (!env_->RemoveFile(path).ok()) {
+          // A sub-directory made by a test: one level is enough here.
+          auto inner = env_->GetChildren(path);
+          if (inner.ok()) {
+            for (const std::string& n : *inner) {
+              env_->RemoveFile(path + "/" + n).IgnoreError();
+            }
+          }
+          env_->RemoveDir(path).IgnoreError();
+        }
+      }
+    }
+    env_->RemoveDir(dir_).IgnoreError();
+  }
+
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+
+  std::string Read(const std::string& name) {
+    auto data = ReadFileToString(env_, Path(name));
+    EXPECT_TRUE(data.ok()) << data.status().ToString();
+    return data.ok() ? *data : "";
+  }
+
+  Env* env_ = Env::Default();
+  std::string dir_;
+};
+
+TEST_F(PosixEnvTest, DefaultIsOneInstance) {
+  EXPECT_EQ(Env::Default(), Env::Default());
+}
+
+TEST_F(PosixEnvTest, WriteThenReadBack) {
+  ASSERT_TRUE(WriteStringToFile(env_, "hello world", Path("f"), true).ok());
+  EXPECT_EQ(Read("f"), "hello world");
+  auto size = env_->GetFileSize(Path("f"));
+  ASSERT_TRUE(size.ok());
+  EXPECT_EQ(*size, 11u);
+  EXPECT_TRUE(env_->FileExists(Path("f")));
+  EXPECT_FALSE(env_->FileExists(Path("g")));
+}
+
+TEST_F(PosixEnvTest, LargeAppendsCrossTheBuffer) {
+  auto file = env_->NewWritableFile(Path("big"));
+  ASSERT_TRUE(file.ok());
+  std::string expected;
+  // A small piece, then one bigger than the 64 KiB buffer, then one that
+  // exactly fills what is left.
+  for (size_t n : {size_t{10}, size_t{200000}, size_t{65536 - 10}, size_t{1}}) {
+    std::string piece(n, static_cast<char>('a' + expected.size() % 26));
+    ASSERT_TRUE((*file)->Append(piece).ok());
+    expected += piece;
+    EXPECT_EQ((*file)->Size(), expected.size());
+  }
+  ASSERT_TRUE((*file)->Close().ok());
+  EXPECT_EQ(Read("big"), expected);
+}
+
+TEST_F(PosixEnvTest, FlushMakesDataVisibleBeforeClose) {
+  auto file = env_->NewWritableFile(Path("f"));
+  ASSERT_TRUE(file.ok());
+  ASSERT_TRUE((*file)->Append("abc").ok());
+  EXPECT_EQ(Read("f"), "");  // still in the user-space buffer
+  ASSERT_TRUE((*file)->Flush().ok());
+  EXPECT_EQ(Read("f"), "abc");
+  ASSERT_TRUE((*file)->Sync().ok());
+  ASSERT_TRUE((*file)->Close().ok());
+  EXPECT_FALSE((*file)->Append("x").ok());
+}
+
+TEST_F(PosixEnvTest, AppendableKeepsWritableTruncates) {
+  ASSERT_TRUE(WriteStringToFile(env_, "one", Path("f"), false).ok());
+  {
+    auto file = env_->NewAppendableFile(Path("f"));
+    ASSERT_TRUE(file.ok());
+    EXPECT_EQ((*file)->Size(), 3u);
+    ASSERT_TRUE((*file)->Append("two").ok());
+    EXPECT_EQ((*file)->Size(), 6u);
+    ASSERT_TRUE((*file)->Close().ok());
+  }
+  EXPECT_EQ(Read("f"), "onetwo");
+  {
+    auto file = env_->NewWritableFile(Path("f"));
+    ASSERT_TRUE(file.ok());
+    EXPECT_EQ((*file)->Size(), 0u);
+    ASSERT_TRUE((*file)->Append("3").ok());
+    // The destructor closes and flushes.
+  }
+  EXPECT_EQ(Read("f"), "3");
+  // Appendable creates a missing file.
+  auto file = env_->NewAppendableFile(Path("new"));
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ((*file)->Size(), 0u);
+}
+
+TEST_F(PosixEnvTest, MissingFilesAreNotFoundWithThePath) {
+  auto seq = env_->NewSequentialFile(Path("missing"));
+  ASSERT_FALSE(seq.ok());
+  EXPECT_TRUE(seq.status().IsNotFound()) << seq.status().ToString();
+  EXPECT_NE(seq.status().message().find(Path("missing")), std::string::npos);
+  EXPECT_NE(seq.status().message().find("No such file"), std::string::npos);
+  EXPECT_TRUE(env_->NewRandomAccessFile(Path("missing")).status().IsNotFound());
+  EXPECT_TRUE(env_->GetFileSize(Path("missing")).status().IsNotFound());
+  EXPECT_TRUE(env_->RemoveFile(Path("missing")).IsNotFound());
+  EXPECT_TRUE(env_->GetChildren(Path("missing")).status().IsNotFound());
+  EXPECT_TRUE(env_->NewWritableFile(Path("nodir/f")).status().IsNotFound());
+  EXPECT_TRUE(ReadFileToString(env_, Path("missing")).status().IsNotFound());
+}
+
+TEST_F(PosixEnvTest, RandomReadPastEndIsShort) {
+  ASSERT_TRUE(WriteStringToFile(env_, "0123456789", Path("f"), false).ok());
+  auto file = env_->NewRandomAccessFile(Path("f"));
+  ASSERT_TRUE(file.ok());
+  char scratch[32];
+  std::string_view result;
+  ASSERT_TRUE((*file)->Read(2, 3, &result, scratch).ok());
+  EXPECT_EQ(result, "234");
+  ASSERT_TRUE((*file)->Read(7, 10, &result, scratch).ok());
+  EXPECT_EQ(result, "789");
+  ASSERT_TRUE((*file)->Read(10, 5, &result, scratch).ok());
+  EXPECT_EQ(result, "");
+  ASSERT_TRUE((*file)->Read(1000, 5, &result, scratch).ok());
+  EXPECT_EQ(result, "");
+}
+
+TEST_F(PosixEnvTest, SequentialReadAndSkip) {
+  ASSERT_TRUE(WriteStringToFile(env_, "0123456789", Path("f"), false).ok());
+  auto file = env_->NewSequentialFile(Path("f"));
+  ASSERT_TRUE(file.ok());
+  char scratch[32];
+  std::string_view result;
+  ASSERT_TRUE((*file)->Read(3, &result, scratch).ok());
+  EXPECT_EQ(result, "012");
+  ASSERT_TRUE((*file)->Skip(4).ok());
+  ASSERT_TRUE((*file)->Read(10, &result, scratch).ok());
+  EXPECT_EQ(result, "789");
+  ASSERT_TRUE((*file)->Read(10, &result, scratch).ok());
+  EXPECT_EQ(result, "");
+}
+
+TEST_F(PosixEnvTest, RenameReplacesTheTarget) {
+  ASSERT_TRUE(WriteStringToFile(env_, "new", Path("tmp"), true).ok());
+  ASSERT_TRUE(WriteStringToFile(env_, "old", Path("CURRENT"), true).ok());
+  ASSERT_TRUE(env_->RenameFile(Path("tmp"), Path("CURRENT")).ok());
+  ASSERT_TRUE(env_->SyncDir(dir_).ok());
+  EXPECT_EQ(Read("CURRENT"), "new");
+  EXPECT_FALSE(env_->FileExists(Path("tmp")));
+  Status s = env_->RenameFile(Path("tmp"), Path("x"));
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_NE(s.message().find(Path("tmp")), std::string::npos);
+}
+
+TEST_F(PosixEnvTest, ChildrenAndDirectories) {
+  ASSERT_TRUE(env_->CreateDir(Path("sub")).ok());
+  ASSERT_TRUE(env_->CreateDir(Path("sub")).ok());  // exists: OK
+  ASSERT_TRUE(WriteStringToFile(env_, "", Path("a"), false).ok());
+  ASSERT_TRUE(WriteStringToFile(env_, "x", Path("sub/b"), false).ok());
+  auto children = env_->GetChildren(dir_);
+  ASSERT_TRUE(children.ok());
+  std::sort(children->begin(), children->end());
+  EXPECT_EQ(*children, (std::vector<std::string>{"a", "sub"}));
+  // A file in the way of a directory.
+  EXPECT_FALSE(env_->CreateDir(Path("a")).ok());
+  Status s = env_->RemoveDir(Path("sub"));
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  ASSERT_TRUE(env_->RemoveFile(Path("sub/b")).ok());
+  ASSERT_TRUE(env_->RemoveDir(Path("sub")).ok());
+  EXPECT_FALSE(env_->FileExists(Path("sub")));
+  EXPECT_TRUE(env_->SyncDir(Path("sub")).IsNotFound());
+}
+
+TEST_F(PosixEnvTest, TruncateFile) {
+  ASSERT_TRUE(WriteStringToFile(env_, "0123456789", Path("f"), false).ok());
+  ASSERT_TRUE(env_->TruncateFile(Path("f"), 4).ok());
+  EXPECT_EQ(Read("f"), "0123");
+  EXPECT_TRUE(env_->TruncateFile(Path("missing"), 0).IsNotFound());
+}
+
+TEST_F(PosixEnvTest, FreeSpaceAndClock) {
+  auto free = env_->GetFreeSpace(dir_);
+  ASSERT_TRUE(free.ok()) << free.status().ToString();
+  EXPECT_GT(*free, 0u);
+  EXPECT_TRUE(env_->GetFreeSpace(Path("missing")).status().IsNotFound());
+  int64_t a = env_->NowMicros();
+  int64_t b = env_->NowMicros();
+  EXPECT_LE(a, b);
+  EXPECT_GT(a, int64_t{1600000000} * 1000000);  // after 2020
+}
+
+TEST_F(PosixEnvTest, LockConflictInProcessNamesOurPid) {
+  auto lock = env_->LockFile(Path("LOCK"));
+  ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+  EXPECT_EQ(Read("LOCK"), std::to_string(getpid()) + "\n");
+  auto again = env_->LockFile(Path("LOCK"));
+  ASSERT_FALSE(again.ok());
+  EXPECT_TRUE(again.status().IsBusy());
+  EXPECT_NE(
+      again.status().message().find("database " + dir_ + " is locked by pid " +
+                                    std::to_string(getpid())),
+      std::string::npos)
+      << again.status().ToString();
+  lock->reset();
+  auto after = env_->LockFile(Path("LOCK"));
+  EXPECT_TRUE(after.ok()) << after.status().ToString();
+}
+
+TEST_F(PosixEnvTest, LockSamePathSpelledDifferentlyStillConflicts) {
+  // Not the same string, so only flock(2) can see the conflict: locks on
+  // separate open file descriptions conflict even within one process.
+  auto lock = env_->LockFile(Path("LOCK"));
+  ASSERT_TRUE(lock.ok());
+  auto again = env_->LockFile(dir_ + "/./LOCK");
+  ASSERT_FALSE(again.ok());
+  EXPECT_TRUE(again.status().IsBusy()) << again.status().ToString();
+}
+
+TEST_F(PosixEnvTest, LockConflictAcrossProcessesNamesTheHolder) {
+  int ready[2];
+  int done[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(done), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child takes the lock, reports, and holds it until told to exit.
+    auto lock = Env::Default()->LockFile(Path("LOCK"));
+    char c = lock.ok() ? 'y' : 'n';
+    (void)!write(ready[1], &c, 1);
+    (void)!read(done[0], &c, 1);
+    _exit(lock.ok() ? 0 : 1);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  ASSERT_EQ(c, 'y');
+  auto lock = env_->LockFile(Path("LOCK"));
+  ASSERT_FALSE(lock.ok());
+  EXPECT_TRUE(lock.status().IsBusy());
+  EXPECT_NE(
+      lock.status().message().find("is locked by pid " + std::to_string(child)),
+      std::string::npos)
+      << lock.status().ToString();
+  ASSERT_EQ(write(done[1], "x", 1), 1);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) close(fd);
+  // The holder is gone, and so is its lock.
+  auto after = env_->LockFile(Path("LOCK"));
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(Read("LOCK"), std::to_string(getpid()) + "\n");
+}
+
+}  // namespace
+}  // namespace tabletfs

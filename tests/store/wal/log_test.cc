@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "store/env.h"
+#include "store/env/mem_env.h"
 #include "store/status.h"
 #include "store/util/coding.h"
 #include "store/util/hash.h"
@@ -498,6 +499,57 @@ TEST(LogTest, WriterErrorsAreSticky) {
   EXPECT_TRUE(r.status.ok());
   EXPECT_TRUE(r.torn);
   EXPECT_EQ(r.records, std::vector<std::string>{"ok"});
+}
+
+// The recovery sequence the engine runs, through an Env: read to the torn
+// tail, truncate there, append with initial_size, read everything back.
+TEST(LogTest, RecoveryThroughEnv) {
+  std::unique_ptr<Env> env = NewMemEnv();
+  ASSERT_TRUE(env->CreateDir("/db").ok());
+  const std::string path = "/db/000003.log";
+  {
+    auto file = env->NewWritableFile(path);
+    ASSERT_TRUE(file.ok());
+    LogWriter w(std::move(file).value());
+    ASSERT_TRUE(w.AddRecord("one").ok());
+    ASSERT_TRUE(w.AddRecord(std::string(100000, 't')).ok());
+    ASSERT_TRUE(w.Sync().ok());
+    ASSERT_TRUE(w.Close().ok());
+  }
+  // A crash cut the second record short.
+  ASSERT_TRUE(env->TruncateFile(path, 50000).ok());
+  uint64_t end = 0;
+  {
+    auto file = env->NewSequentialFile(path);
+    ASSERT_TRUE(file.ok());
+    LogReader reader(std::move(file).value(), path);
+    std::string record;
+    Status s;
+    ASSERT_TRUE(reader.ReadRecord(&record, &s));
+    EXPECT_EQ(record, "one");
+    EXPECT_FALSE(reader.ReadRecord(&record, &s));
+    EXPECT_TRUE(s.ok());
+    EXPECT_TRUE(reader.torn_tail());
+    end = reader.LastRecordEndOffset();
+    EXPECT_EQ(end, kLogHeaderSize + 3);
+  }
+  ASSERT_TRUE(env->TruncateFile(path, end).ok());
+  {
+    auto file = env->NewAppendableFile(path);
+    ASSERT_TRUE(file.ok());
+    LogWriter w(std::move(file).value(), end);
+    ASSERT_TRUE(w.AddRecord(std::string(40000, 'u')).ok());
+    ASSERT_TRUE(w.AddRecord("three").ok());
+    ASSERT_TRUE(w.Sync().ok());
+    EXPECT_EQ(w.size(), *env->GetFileSize(path));
+  }
+  auto contents = ReadFileToString(env.get(), path);
+  ASSERT_TRUE(contents.ok());
+  ReadAll r = ReadLog(*contents);
+  EXPECT_TRUE(r.status.ok());
+  EXPECT_FALSE(r.torn);
+  EXPECT_EQ(r.records, (std::vector<std::string>{"one", std::string(40000, 'u'),
+                                                 "three"}));
 }
 
 }  // namespace

@@ -356,6 +356,36 @@ TEST(TableFormatTest, FooterLayout) {
             contents.size() - Footer::kEncodedLength);
 }
 
+// The worked example of store/doc/table_format.md, byte for byte: a change
+// here is a format change (new version, updated doc).
+TEST(TableFormatTest, GoldenExample) {
+  TableOptions options;
+  std::string contents =
+      BuildTable(options, {{"row1/a", "x"}, {"row1/b", "yz"}, {"row2/a", ""}});
+  const char* kGolden =
+      "00 06 01 72 6f 77 31 2f 61 78 05 01 02 62 79 7a"
+      "03 03 00 32 2f 61 00 00 00 00 01 00 00 00 00 41"
+      "e5 86 b1 8a 75 60 c9 8c 02 45 02 e3 60 30 18 07"
+      "00 98 2b 87 d0 53 ee a2 11 00 06 02 72 6f 77 32"
+      "2f 61 00 1e 00 00 00 00 01 00 00 00 00 df 8e ef"
+      "30 34 f2 3c 22 39 00 00 00 00 00 00 00 13 00 00"
+      "00 00 00 00 00 27 00 00 00 00 00 00 00 09 00 00"
+      "00 00 00 00 00 01 00 00 00 22 d6 37 1b 17 cb d2"
+      "72 74 61 62 6c 65 74 66 73";
+  std::string hex;
+  for (unsigned char c : contents) {
+    char buf[3];
+    std::snprintf(buf, sizeof(buf), "%02x", c);
+    hex += buf;
+  }
+  std::string golden;
+  for (const char* p = kGolden; *p; ++p) {
+    if (*p != ' ') golden.push_back(*p);
+  }
+  EXPECT_EQ(hex, golden);
+  EXPECT_EQ(contents.size(), 137u);
+}
+
 TEST(TableFormatTest, UnknownVersionIsNotSupported) {
   TableOptions options = SmallBlocks();
   std::string contents = BuildTable(options, MakeData(10, true));

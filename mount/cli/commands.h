@@ -1,0 +1,112 @@
+// The commands of `tabletctl`, cbt's command line for a tabletfs data
+// directory, as a library: each command is a function of an open DB, its
+// arguments (without the command name), and the streams for output and
+// errors, returning the process exit code. tabletctl_main.cc only parses
+// the global options, opens the database and dispatches here; tests call
+// the same functions with string streams.
+//
+// Conventions (README "CLI"):
+//   - Output goes to `out` and pipes well: no colours, no bars, no
+//     headers beyond cbt's own.
+//   - An error is ONE line on `err`, "tabletctl COMMAND: what went wrong",
+//     and a non-zero exit code: kExitUsage for bad arguments, kExitFailure
+//     when the operation failed (unknown table, damage found...).
+//   - A progress bar is drawn on `err` only when it is the terminal
+//     (ProgressWanted in progress.h).
+//
+// Thread safety: the functions may run concurrently on one DB (the DB is
+// thread-safe); each call uses its streams from one thread.
+#ifndef TABLETFS_MOUNT_CLI_COMMANDS_H_
+#define TABLETFS_MOUNT_CLI_COMMANDS_H_
+
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/db.h"
+
+namespace tabletfs::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+using Args = std::vector<std::string>;
+using CommandFn = int (*)(DB& db, const Args& args, std::ostream& out,
+                          std::ostream& err);
+
+struct Command {
+  std::string_view name;
+  // After "tabletctl ": "lookup TABLE ROW [columns=F:Q,...] ...".
+  std::string_view synopsis;
+  // One line for the command list.
+  std::string_view summary;
+  // The rest of `tabletctl COMMAND --help`, may be empty.
+  std::string_view details;
+  CommandFn run;
+  // Opens the data directory with create_if_missing (createtable, import).
+  bool creates_database = false;
+};
+
+// Every command, in the order `tabletctl help` lists them.
+const std::vector<Command>& Commands();
+// nullptr when unknown.
+const Command* FindCommand(std::string_view name);
+
+// The overview: synopsis of tabletctl, global options, the command list.
+void PrintUsage(std::ostream& out);
+// "usage: tabletctl SYNOPSIS", the summary and the details.
+void PrintCommandHelp(const Command& command, std::ostream& out);
+// True when `args` asks for help (an argument "--help" or "-h").
+bool WantsHelp(const Args& args);
+
+// Runs args[0] with args[1...]: help when WantsHelp, kExitUsage for an
+// unknown command.
+int RunCommand(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+
+// ---- Schema ----
+// ls                    tables, one per line
+// ls TABLE              "Family Name  GC Policy" table
+int Ls(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+// createtable TABLE [families=F[:POLICY],...]
+int CreateTable(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+int DeleteTable(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+// createfamily TABLE FAMILY[:POLICY] [POLICY WORDS...]
+int CreateFamily(DB& db, const Args& args, std::ostream& out,
+                 std::ostream& err);
+int DeleteFamily(DB& db, const Args& args, std::ostream& out,
+                 std::ostream& err);
+// setgcpolicy TABLE FAMILY POLICY WORDS...
+int SetGcPolicy(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+
+// ---- Data ----
+// set TABLE ROW FAMILY:QUALIFIER=VALUE[@TS] ...  (one atomic mutation)
+int Set(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+int Lookup(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+int Read(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+int Count(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+int DeleteRow(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+int DeleteAllRows(DB& db, const Args& args, std::ostream& out,
+                  std::ostream& err);
+
+// ---- Import and export (transfer.cc) ----
+int Import(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+int Export(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+
+// ---- Maintenance (maintenance.cc) ----
+int Compact(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+int Stats(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+int Check(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+
+// ---- Helpers shared by the command files ----
+// "tabletctl COMMAND: <status>" on err; kExitFailure.
+int Fail(std::ostream& err, std::string_view command, const Status& status);
+// "tabletctl COMMAND: PROBLEM (usage: tabletctl SYNOPSIS)" on err;
+// kExitUsage.
+int UsageError(std::ostream& err, std::string_view command,
+               std::string_view problem);
+
+}  // namespace tabletfs::cli
+
+#endif  // TABLETFS_MOUNT_CLI_COMMANDS_H_

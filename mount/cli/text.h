@@ -1,0 +1,60 @@
+// Text helpers of tabletctl: how bytes, timestamps and keys are shown and
+// parsed on the command line, in cbt's conventions.
+//
+// Thread safety: pure functions.
+#ifndef TABLETFS_MOUNT_CLI_TEXT_H_
+#define TABLETFS_MOUNT_CLI_TEXT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "store/status.h"
+
+namespace tabletfs::cli {
+
+// True when `text` is valid UTF-8 (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF).
+bool IsValidUtf8(std::string_view text);
+
+// True when `text` can be shown as itself without ambiguity: valid UTF-8,
+// no control characters (C0, DEL, C1), and not starting with '"' (the
+// quoted form of ShowKey always does).
+bool IsPlainText(std::string_view text);
+
+// `text` in double quotes, escaped as Go's %q (strconv.Quote) does, which is
+// what cbt prints for values: \a \b \f \n \r \t \v \\ \", \xNN for other
+// control bytes, DEL and bytes that are not valid UTF-8, \u00NN for C1
+// controls; other valid UTF-8 is kept.
+std::string QuoteBytes(std::string_view text);
+
+// `text` itself when IsPlainText, otherwise QuoteBytes(text): how row keys
+// and qualifiers are shown.
+std::string ShowKey(std::string_view text);
+
+// cbt's timestamp layout "2006/01/02-15:04:05.000000", in UTC.
+std::string FormatCbtTimestamp(int64_t micros);
+
+// A decimal int64 ("-" allowed, nothing else): the cbt rule for "value@ts".
+std::optional<int64_t> ParseInt64(std::string_view text);
+// A decimal uint64 (digits only).
+std::optional<uint64_t> ParseUint64(std::string_view text);
+
+// A time T as DESIGN.md writes it: decimal microseconds or ISO-8601 UTC.
+Result<int64_t> ParseTime(std::string_view text);
+
+// Standard base64 (RFC 4648, with padding).
+std::string Base64Encode(std::string_view bytes);
+Result<std::string> Base64Decode(std::string_view text);
+
+// A JSON string literal (with quotes) for valid UTF-8 `text`; control
+// characters become \n, \t, \r, \b, \f or \u00XX.
+std::string JsonQuote(std::string_view text);
+
+// "1.5 MiB", "12 B".
+std::string FormatBytes(uint64_t bytes);
+
+}  // namespace tabletfs::cli
+
+#endif  // TABLETFS_MOUNT_CLI_TEXT_H_

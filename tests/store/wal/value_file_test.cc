@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "store/env.h"
+#include "store/env/fault_env.h"
 #include "store/env/mem_env.h"
 #include "store/status.h"
 
@@ -294,6 +295,31 @@ TEST_F(ValueFileTest, UseAfterCloseAndMissingDirectory) {
   EXPECT_TRUE((*writer)->Sync().IsInvalidArgument());
   EXPECT_FALSE(ValueFileWriter::Create(env_.get(), "/nope/1.val", 1).ok());
   EXPECT_FALSE(ValueFileReader::Open(env_.get(), "/db/missing.val").ok());
+}
+
+// The durability contract: a ref returned before Sync() is readable after a
+// power loss, with no SyncDir() by the caller (the first Sync() does it).
+TEST_F(ValueFileTest, SyncedValuesSurvivePowerLoss) {
+  FaultInjectionEnv env(env_.get());
+  ValueRef ref;
+  {
+    auto writer = ValueFileWriter::Create(&env, path_, 12);
+    ASSERT_TRUE(writer.ok());
+    auto r = (*writer)->Add(std::string(300000, 'p'));
+    ASSERT_TRUE(r.ok());
+    ref = *r;
+    ASSERT_TRUE((*writer)->Sync().ok());
+    ASSERT_TRUE((*writer)->Add(std::string(300000, 'q')).ok());  // unsynced
+    env.SetFilesystemActive(false);
+  }
+  ASSERT_TRUE(env.DropUnsyncedData().ok());
+  env.SetFilesystemActive(true);
+  EXPECT_TRUE(VerifyValueFile(&env, path_).ok());
+  auto reader = ValueFileReader::Open(&env, path_);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  auto v = (*reader)->Read(ref);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, std::string(300000, 'p'));
 }
 
 }  // namespace

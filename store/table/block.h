@@ -21,7 +21,7 @@
 namespace tabletfs {
 
 class Block {
-public:
+ public:
   // Checks the restart array. `context` ("<file>: block at offset N") is
   // prefixed to every Corruption reported about this block.
   static Result<std::shared_ptr<const Block>> Create(std::string contents,
@@ -37,20 +37,20 @@ public:
   // An iterator over the block that holds a reference to it, so it stays
   // valid however long the caller keeps it. A malformed entry makes the
   // iterator !Valid() with a Corruption status naming the block.
-  static std::unique_ptr<Iterator>
-  NewIterator(std::shared_ptr<const Block> block);
+  static std::unique_ptr<Iterator> NewIterator(
+      std::shared_ptr<const Block> block);
 
-private:
+ private:
   friend class BlockIterator;
   Block(std::string contents, std::string context, uint32_t restart_offset,
         uint32_t num_restarts);
 
   const std::string data_;
   const std::string context_;
-  const uint32_t restart_offset_; // Offset of the restart array in data_.
+  const uint32_t restart_offset_;  // Offset of the restart array in data_.
   const uint32_t num_restarts_;
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_TABLE_BLOCK_H_
+#endif  // TABLETFS_STORE_TABLE_BLOCK_H_

@@ -18,7 +18,7 @@
 namespace tabletfs {
 
 class BlockBuilder {
-public:
+ public:
   // REQUIRES: restart_interval >= 1.
   explicit BlockBuilder(int restart_interval);
   BlockBuilder(const BlockBuilder &) = delete;
@@ -41,15 +41,15 @@ public:
   // The last key added (empty before the first Add()).
   std::string_view last_key() const { return last_key_; }
 
-private:
+ private:
   const int restart_interval_;
   std::string buffer_;
   std::vector<uint32_t> restarts_;
-  int counter_ = 0; // Entries since the last restart.
+  int counter_ = 0;  // Entries since the last restart.
   bool finished_ = false;
   std::string last_key_;
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_TABLE_BLOCK_BUILDER_H_
+#endif  // TABLETFS_STORE_TABLE_BLOCK_BUILDER_H_

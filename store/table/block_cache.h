@@ -25,7 +25,7 @@
 namespace tabletfs {
 
 class BlockCache {
-public:
+ public:
   explicit BlockCache(size_t capacity_bytes);
   BlockCache(const BlockCache &) = delete;
   BlockCache &operator=(const BlockCache &) = delete;
@@ -45,7 +45,7 @@ public:
   uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
 
-private:
+ private:
   struct Key {
     uint64_t cache_id;
     uint64_t offset;
@@ -62,6 +62,6 @@ private:
   std::atomic<uint64_t> next_id_{uint64_t{1} << 48};
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_TABLE_BLOCK_CACHE_H_
+#endif  // TABLETFS_STORE_TABLE_BLOCK_CACHE_H_

@@ -25,7 +25,7 @@
 namespace tabletfs {
 
 class BloomFilterBuilder {
-public:
+ public:
   // REQUIRES: bits_per_key >= 1.
   explicit BloomFilterBuilder(int bits_per_key);
 
@@ -37,7 +37,7 @@ public:
   // Returns the encoded filter and empties the builder.
   std::string Finish();
 
-private:
+ private:
   const int bits_per_key_;
   std::vector<uint64_t> hashes_;
 };
@@ -47,6 +47,6 @@ private:
 // (under 2 bytes) or one with a reserved k matches everything.
 bool BloomFilterMayContain(std::string_view filter, std::string_view key);
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_TABLE_BLOOM_FILTER_H_
+#endif  // TABLETFS_STORE_TABLE_BLOOM_FILTER_H_

@@ -73,6 +73,6 @@ Result<std::string> ReadBlock(const RandomAccessFile &file,
                               std::string_view file_name,
                               const BlockHandle &handle);
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_TABLE_FORMAT_H_
+#endif  // TABLETFS_STORE_TABLE_FORMAT_H_

@@ -30,15 +30,15 @@
 namespace tabletfs {
 
 class Table : public std::enable_shared_from_this<Table> {
-public:
+ public:
   // Opens the table held in `file` (file_size bytes). `cache_id` keys this
   // table's blocks in options.block_cache (see block_cache.h); `file_name`
   // goes into error messages. Errors: Corruption naming the file and the
   // offset (bad magic, checksum mismatch, malformed block), NotSupported for
   // an unknown format version, or the file's read error.
-  static Result<std::shared_ptr<Table>>
-  Open(const TableOptions &options, std::unique_ptr<RandomAccessFile> file,
-       uint64_t file_size, uint64_t cache_id, std::string file_name);
+  static Result<std::shared_ptr<Table>> Open(
+      const TableOptions &options, std::unique_ptr<RandomAccessFile> file,
+      uint64_t file_size, uint64_t cache_id, std::string file_name);
 
   Table(const Table &) = delete;
   Table &operator=(const Table &) = delete;
@@ -70,7 +70,7 @@ public:
   uint64_t file_size() const { return file_size_; }
   uint64_t cache_id() const { return cache_id_; }
 
-private:
+ private:
   class TwoLevelIterator;
 
   Table(const TableOptions &options, std::unique_ptr<RandomAccessFile> file,
@@ -88,9 +88,9 @@ private:
   const std::string file_name_;
   const Footer footer_;
   const std::shared_ptr<const Block> index_;
-  const std::string filter_; // Empty: no filter.
+  const std::string filter_;  // Empty: no filter.
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_TABLE_TABLE_H_
+#endif  // TABLETFS_STORE_TABLE_TABLE_H_

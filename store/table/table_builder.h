@@ -23,7 +23,7 @@
 namespace tabletfs {
 
 class TableBuilder {
-public:
+ public:
   // `file` must stay valid until Finish() or Abandon() returns; writing
   // starts at its current Size().
   TableBuilder(const TableOptions &options, WritableFile *file);
@@ -50,7 +50,7 @@ public:
   const std::string &smallest_key() const { return smallest_key_; }
   const std::string &largest_key() const { return largest_key_; }
 
-private:
+ private:
   void FlushDataBlock();
   // Encodes `contents` with `compression`, appends it and its trailer, and
   // records where it went in *handle.
@@ -72,6 +72,6 @@ private:
   bool closed_ = false;
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_TABLE_TABLE_BUILDER_H_
+#endif  // TABLETFS_STORE_TABLE_TABLE_BUILDER_H_

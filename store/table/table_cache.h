@@ -31,7 +31,7 @@ namespace tabletfs {
 std::string TableFileName(const std::string &dir, uint64_t file_number);
 
 class TableCache {
-public:
+ public:
   // `env` is not owned and must outlive the cache. REQUIRES:
   // max_open_tables >= 1.
   TableCache(Env *env, std::string dir, TableOptions options,
@@ -49,13 +49,13 @@ public:
   // Tables the cache holds now (<= max_open_tables).
   size_t size() const { return cache_.size(); }
 
-private:
+ private:
   Env *const env_;
   const std::string dir_;
   const TableOptions options_;
   LruCache<uint64_t, std::shared_ptr<Table>> cache_;
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_TABLE_TABLE_CACHE_H_
+#endif  // TABLETFS_STORE_TABLE_TABLE_CACHE_H_

@@ -40,6 +40,6 @@ struct TableOptions {
   BlockCache *block_cache = nullptr;
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_TABLE_TABLE_OPTIONS_H_
+#endif  // TABLETFS_STORE_TABLE_TABLE_OPTIONS_H_

@@ -27,8 +27,9 @@
 
 namespace tabletfs {
 
-template <typename K, typename V, typename Hash = std::hash<K>> class LruCache {
-public:
+template <typename K, typename V, typename Hash = std::hash<K>>
+class LruCache {
+ public:
   explicit LruCache(size_t capacity) : capacity_(capacity) {}
   LruCache(const LruCache &) = delete;
   LruCache &operator=(const LruCache &) = delete;
@@ -46,8 +47,7 @@ public:
       evicted.splice(evicted.end(), lru_, it->second);
       map_.erase(it);
     }
-    if (charge > capacity_)
-      return;
+    if (charge > capacity_) return;
     lru_.push_front(Entry{key, std::move(value), charge});
     map_.emplace(key, lru_.begin());
     usage_ += charge;
@@ -63,18 +63,16 @@ public:
   std::optional<V> Lookup(const K &key) EXCLUDES(mu_) {
     MutexLock lock(&mu_);
     auto it = map_.find(key);
-    if (it == map_.end())
-      return std::nullopt;
+    if (it == map_.end()) return std::nullopt;
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->value;
   }
 
   void Erase(const K &key) EXCLUDES(mu_) {
-    List erased; // Destroyed after the lock is released.
+    List erased;  // Destroyed after the lock is released.
     MutexLock lock(&mu_);
     auto it = map_.find(key);
-    if (it == map_.end())
-      return;
+    if (it == map_.end()) return;
     usage_ -= it->second->charge;
     erased.splice(erased.end(), lru_, it->second);
     map_.erase(it);
@@ -91,7 +89,7 @@ public:
   }
   size_t capacity() const { return capacity_; }
 
-private:
+ private:
   struct Entry {
     K key;
     V value;
@@ -101,14 +99,14 @@ private:
 
   const size_t capacity_;
   mutable Mutex mu_;
-  List lru_ GUARDED_BY(mu_); // Most recently used first.
+  List lru_ GUARDED_BY(mu_);  // Most recently used first.
   std::unordered_map<K, typename List::iterator, Hash> map_ GUARDED_BY(mu_);
   size_t usage_ GUARDED_BY(mu_) = 0;
 };
 
 template <typename K, typename V, typename Hash = std::hash<K>>
 class ShardedLruCache {
-public:
+ public:
   static constexpr int kShards = 16;
 
   // Each shard gets capacity / kShards (rounded up), so the total stays
@@ -127,18 +125,16 @@ public:
   void Erase(const K &key) { Shard(key).Erase(key); }
   size_t usage() const {
     size_t total = 0;
-    for (const auto &shard : shards_)
-      total += shard->usage();
+    for (const auto &shard : shards_) total += shard->usage();
     return total;
   }
   size_t size() const {
     size_t total = 0;
-    for (const auto &shard : shards_)
-      total += shard->size();
+    for (const auto &shard : shards_) total += shard->size();
     return total;
   }
 
-private:
+ private:
   LruCache<K, V, Hash> &Shard(const K &key) {
     // Mix the hash: std::hash of an integer is the identity.
     uint64_t h = Hash()(key) * 0x9e3779b97f4a7c15ull;
@@ -148,6 +144,6 @@ private:
   std::array<std::unique_ptr<LruCache<K, V, Hash>>, kShards> shards_;
 };
 
-} // namespace tabletfs
+}  // namespace tabletfs
 
-#endif // TABLETFS_STORE_UTIL_LRU_CACHE_H_
+#endif  // TABLETFS_STORE_UTIL_LRU_CACHE_H_

@@ -1,0 +1,40 @@
+#include "store/db/arena.h"
+
+#include <cstdint>
+
+namespace tabletfs {
+
+char* Arena::NewBlock(size_t bytes) {
+  blocks_.push_back(std::make_unique<char[]>(bytes));
+  usage_.fetch_add(bytes + sizeof(char*), std::memory_order_relaxed);
+  return blocks_.back().get();
+}
+
+char* Arena::AllocateFallback(size_t bytes) {
+  // Large requests get their own block so the tail of the current block is
+  // not wasted on them.
+  if (bytes > kBlockSize / 4) return NewBlock(bytes);
+  ptr_ = NewBlock(kBlockSize);
+  remaining_ = kBlockSize;
+  char* result = ptr_;
+  ptr_ += bytes;
+  remaining_ -= bytes;
+  return result;
+}
+
+char* Arena::AllocateAligned(size_t bytes) {
+  constexpr size_t kAlign =
+      alignof(std::max_align_t) > 8 ? alignof(std::max_align_t) : 8;
+  size_t mod = reinterpret_cast<uintptr_t>(ptr_) & (kAlign - 1);
+  size_t slop = mod == 0 ? 0 : kAlign - mod;
+  if (bytes + slop <= remaining_) {
+    char* result = ptr_ + slop;
+    ptr_ += bytes + slop;
+    remaining_ -= bytes + slop;
+    return result;
+  }
+  // New blocks come from operator new[], aligned for any fundamental type.
+  return AllocateFallback(bytes);
+}
+
+}  // namespace tabletfs

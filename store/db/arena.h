@@ -1,0 +1,53 @@
+// Arena: bump allocation for memtable entries; everything is freed at once
+// when the arena is destroyed.
+//
+// Thread safety: Allocate* by one thread at a time (the memtable's single
+// writer); MemoryUsage() from any thread.
+#ifndef TABLETFS_STORE_DB_ARENA_H_
+#define TABLETFS_STORE_DB_ARENA_H_
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace tabletfs {
+
+class Arena {
+ public:
+  Arena() = default;
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  // Returns `bytes` bytes valid for the arena's lifetime. REQUIRES: bytes > 0.
+  char* Allocate(size_t bytes);
+  // Like Allocate, aligned for pointers.
+  char* AllocateAligned(size_t bytes);
+
+  // Bytes reserved from the system, approximately.
+  size_t MemoryUsage() const { return usage_.load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr size_t kBlockSize = 4096;
+  char* AllocateFallback(size_t bytes);
+  char* NewBlock(size_t bytes);
+
+  char* ptr_ = nullptr;
+  size_t remaining_ = 0;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  std::atomic<size_t> usage_{0};
+};
+
+inline char* Arena::Allocate(size_t bytes) {
+  if (bytes <= remaining_) {
+    char* result = ptr_;
+    ptr_ += bytes;
+    remaining_ -= bytes;
+    return result;
+  }
+  return AllocateFallback(bytes);
+}
+
+}  // namespace tabletfs
+
+#endif  // TABLETFS_STORE_DB_ARENA_H_

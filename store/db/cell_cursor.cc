@@ -1,0 +1,263 @@
+#include "store/db/cell_cursor.h"
+
+#include <algorithm>
+
+#include "store/util/coding.h"
+
+namespace tabletfs {
+
+CellCursor::CellCursor(std::unique_ptr<Iterator> iter,
+                       std::shared_ptr<const TableState> table,
+                       CursorOptions options)
+    : iter_(std::move(iter)),
+      table_(std::move(table)),
+      options_(std::move(options)) {
+  if (!options_.families.empty() || !options_.columns.empty()) {
+    filter_all_ = false;
+    for (const std::string& f : options_.families) {
+      const FamilyState* fs = table_->FindFamily(f);
+      if (fs != nullptr) filter_[fs->id] = std::nullopt;
+    }
+    for (const Column& c : options_.columns) {
+      const FamilyState* fs = table_->FindFamily(c.family);
+      if (fs == nullptr) continue;
+      auto it = filter_.find(fs->id);
+      if (it == filter_.end()) {
+        filter_[fs->id] = std::set<std::string>{c.qualifier};
+      } else if (it->second.has_value()) {
+        it->second->insert(c.qualifier);
+      }
+    }
+  }
+}
+
+bool CellCursor::FamilyWanted(uint32_t fid, bool* all_columns) const {
+  *all_columns = true;
+  if (filter_all_) return true;
+  auto it = filter_.find(fid);
+  if (it == filter_.end()) return false;
+  *all_columns = !it->second.has_value();
+  return true;
+}
+
+bool CellCursor::ColumnWanted() const {
+  if (family_all_columns_) return true;
+  const auto& quals = filter_.at(family_id_);
+  return quals->count(qualifier_) > 0;
+}
+
+void CellCursor::Finish() {
+  valid_ = false;
+  if (status_.ok()) status_ = iter_->status();
+}
+
+void CellCursor::SeekIter(const std::string& target) { iter_->Seek(target); }
+
+void CellCursor::SeekToFirst() {
+  std::string start = options_.start_row;
+  if (options_.prefix > start) start = options_.prefix;
+  Seek(start);
+}
+
+void CellCursor::Seek(std::string_view row, std::string_view family,
+                      std::string_view qualifier) {
+  std::string r(row);
+  bool clipped = false;
+  if (r < options_.start_row) {
+    r = options_.start_row;
+    clipped = true;
+  }
+  if (!options_.prefix.empty() && r < options_.prefix) {
+    r = options_.prefix;
+    clipped = true;
+  }
+  has_target_ = false;
+  if (!clipped && !family.empty()) {
+    const FamilyState* fs = table_->FindFamily(family);
+    if (fs != nullptr) {
+      has_target_ = true;
+      target_row_prefix_ = RowPrefix(table_->id, r);
+      target_family_ = fs->id;
+      target_qualifier_ = std::string(qualifier);
+    }
+  }
+  row_prefix_.clear();
+  // Always start at the row's first key so its markers are seen; the target
+  // family / qualifier is reached by seeking forward from there.
+  SeekIter(RowPrefix(table_->id, r));
+  FindNext();
+}
+
+void CellCursor::Next() {
+  iter_->Next();
+  FindNext();
+}
+
+void CellCursor::NextColumn() {
+  SeekIter(cell_prefix_ + '\x03');
+  FindNext();
+}
+
+void CellCursor::NextFamily() {
+  std::string k = row_prefix_;
+  k.push_back('\x02');
+  PutBigEndian32(&k, family_id_);
+  k.push_back('\x03');
+  SeekIter(k);
+  FindNext();
+}
+
+void CellCursor::NextRow() {
+  SeekIter(row_prefix_ + '\x03');
+  FindNext();
+}
+
+void CellCursor::FindNext() {
+  valid_ = false;
+  ParsedKey p;
+  while (iter_->Valid()) {
+    std::string_view key = iter_->key();
+    if (!ParseInternalKey(key, &p)) {
+      status_ = Status::Corruption("malformed internal key",
+                                   "in table " + table_->name);
+      valid_ = false;
+      return;
+    }
+    if (p.table_id != table_->id) break;
+
+    if (row_prefix_.empty() || p.row_prefix != row_prefix_) {
+      std::string row = Unescape(p.row_enc);
+      if (!options_.end_row.empty() && row >= options_.end_row) break;
+      if (!options_.prefix.empty()) {
+        if (row < options_.prefix) {
+          SeekIter(RowPrefix(table_->id, options_.prefix));
+          continue;
+        }
+        if (row.compare(0, options_.prefix.size(), options_.prefix) != 0) break;
+      }
+      if (row < options_.start_row) {
+        SeekIter(RowPrefix(table_->id, options_.start_row));
+        continue;
+      }
+      if (has_target_ && p.row_prefix != target_row_prefix_)
+        has_target_ = false;
+      row_prefix_.assign(p.row_prefix);
+      row_ = std::move(row);
+      row_del_ = 0;
+      in_family_ = false;
+      in_cell_ = false;
+    }
+
+    if (p.section == KeySection::kRowMarker) {
+      if (p.seq <= options_.view_seq) row_del_ = std::max(row_del_, p.seq);
+      iter_->Next();
+      continue;
+    }
+
+    if (!in_family_ || p.family_id != family_id_) {
+      if (has_target_ && p.family_id < target_family_) {
+        std::string k = row_prefix_;
+        k.push_back('\x02');
+        PutBigEndian32(&k, target_family_);
+        SeekIter(k);
+        continue;
+      }
+      if (has_target_ && p.family_id > target_family_) has_target_ = false;
+      in_family_ = true;
+      in_cell_ = false;
+      family_id_ = p.family_id;
+      family_ = table_->FindFamilyById(p.family_id);
+      family_del_ = row_del_;
+      if (family_ == nullptr ||
+          !FamilyWanted(p.family_id, &family_all_columns_)) {
+        // A dropped family (its data awaits compaction) or one the read
+        // does not want.
+        std::string k = row_prefix_;
+        k.push_back('\x02');
+        PutBigEndian32(&k, p.family_id);
+        k.push_back('\x03');
+        SeekIter(k);
+        continue;
+      }
+    }
+
+    if (p.section == KeySection::kFamilyMarker) {
+      if (p.seq <= options_.view_seq)
+        family_del_ = std::max(family_del_, p.seq);
+      iter_->Next();
+      continue;
+    }
+
+    if (!in_cell_ || p.cell_prefix != cell_prefix_) {
+      std::string q = Unescape(p.qualifier_enc);
+      if (has_target_) {
+        // Here p.family_id == target_family_.
+        if (q < target_qualifier_) {
+          std::string k = row_prefix_;
+          k.push_back('\x02');
+          PutBigEndian32(&k, target_family_);
+          k.push_back('\x02');
+          AppendEscaped(&k, target_qualifier_);
+          has_target_ = false;
+          SeekIter(k);
+          continue;
+        }
+        has_target_ = false;
+      }
+      in_cell_ = true;
+      cell_prefix_.assign(p.cell_prefix);
+      qualifier_ = std::move(q);
+      cell_del_ = family_del_;
+      rank_ = 0;
+      emitted_ = 0;
+      have_last_ts_ = false;
+      if (!ColumnWanted()) {
+        SeekIter(cell_prefix_ + '\x03');
+        continue;
+      }
+    }
+
+    if (p.section == KeySection::kCellMarker) {
+      if (p.seq <= options_.view_seq) cell_del_ = std::max(cell_del_, p.seq);
+      iter_->Next();
+      continue;
+    }
+
+    // A version entry.
+    if (p.seq > options_.view_seq ||
+        (have_last_ts_ && p.timestamp == last_ts_)) {
+      // Newer than the view, or an older write at a timestamp whose newest
+      // visible entry already decided it.
+      iter_->Next();
+      continue;
+    }
+    have_last_ts_ = true;
+    last_ts_ = p.timestamp;
+    if (p.seq <= cell_del_ || p.kind == EntryKind::kDeleteVersion) {
+      iter_->Next();
+      continue;
+    }
+    uint64_t rank = rank_++;
+    if (family_->Collects(p.seq, options_.epoch_view_seq, rank,
+                          options_.now_micros - p.timestamp)) {
+      iter_->Next();
+      continue;
+    }
+    if (options_.at.has_value() && p.timestamp > *options_.at) {
+      iter_->Next();
+      continue;
+    }
+    if (options_.max_versions != 0 && emitted_ >= options_.max_versions) {
+      SeekIter(cell_prefix_ + '\x03');
+      continue;
+    }
+    ++emitted_;
+    timestamp_ = p.timestamp;
+    kind_ = p.kind;
+    valid_ = true;
+    return;
+  }
+  Finish();
+}
+
+}  // namespace tabletfs

@@ -1,0 +1,122 @@
+// CellCursor: walks the internal keys of one table and stops on each cell
+// version a read may return, applying everything that decides visibility:
+// the view (sequence number), row / family / cell markers (which hide
+// entries of lower sequence in their scope), delete-version entries, GC
+// policies (rank and age at the read's `now`), the time T of the read, the
+// family / column filter, max_versions and the row range.
+//
+// Every read (ReadRow, ReadCell, Scanner) goes through this one class, so
+// they cannot disagree. Memory is bounded: nothing is buffered beyond the
+// current key; values are views into the underlying iterator.
+//
+// Thread safety: one thread at a time.
+#ifndef TABLETFS_STORE_DB_CELL_CURSOR_H_
+#define TABLETFS_STORE_DB_CELL_CURSOR_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "store/db/key_format.h"
+#include "store/db/schema_state.h"
+#include "store/options.h"
+#include "store/util/iterator.h"
+
+namespace tabletfs {
+
+struct CursorOptions {
+  uint64_t view_seq = kMaxSequence;
+  // GC policy epochs in force: those since <= this (a snapshot's sequence;
+  // kMaxSequence for the latest state, where every epoch is in force).
+  uint64_t epoch_view_seq = kMaxSequence;
+  int64_t now_micros = 0;     // for GC by age
+  std::optional<int64_t> at;  // read as of T
+  uint32_t max_versions = 1;  // 0: all
+  std::vector<std::string> families;
+  std::vector<Column> columns;
+  std::string start_row, end_row, prefix;
+};
+
+class CellCursor {
+ public:
+  // `iter` iterates internal keys (it may hold other tables too).
+  CellCursor(std::unique_ptr<Iterator> iter,
+             std::shared_ptr<const TableState> table, CursorOptions options);
+  CellCursor(const CellCursor&) = delete;
+  CellCursor& operator=(const CellCursor&) = delete;
+
+  void SeekToFirst();
+  // First visible version at or after (row, family, qualifier); an empty or
+  // unknown family means the row's start.
+  void Seek(std::string_view row, std::string_view family = {},
+            std::string_view qualifier = {});
+  void Next();
+  void NextColumn();
+  void NextFamily();
+  void NextRow();
+
+  bool Valid() const { return valid_; }
+  Status status() const { return status_; }
+  // REQUIRES: Valid(). Views valid until the cursor moves.
+  const std::string& row() const { return row_; }
+  const std::string& family() const { return family_->name; }
+  uint32_t family_id() const { return family_->id; }
+  const std::string& qualifier() const { return qualifier_; }
+  int64_t timestamp() const { return timestamp_; }
+  EntryKind kind() const { return kind_; }
+  // The stored value: the bytes, or a value-file reference for kPutValueRef.
+  std::string_view raw_value() const { return iter_->value(); }
+
+ private:
+  void FindNext();
+  void SeekIter(const std::string& target);
+  void Finish();
+  bool FamilyWanted(uint32_t fid, bool* all_columns) const;
+  bool ColumnWanted() const;
+
+  std::unique_ptr<Iterator> iter_;
+  std::shared_ptr<const TableState> table_;
+  CursorOptions options_;
+  // Filter: family id -> qualifiers wanted (all when the set is absent).
+  std::map<uint32_t, std::optional<std::set<std::string>>> filter_;
+  bool filter_all_ = true;
+
+  bool valid_ = false;
+  Status status_;
+
+  // Context of the current row / family / cell.
+  std::string row_prefix_;  // empty: no row context
+  std::string row_;
+  uint64_t row_del_ = 0;
+  bool in_family_ = false;
+  uint32_t family_id_ = 0;
+  const FamilyState* family_ = nullptr;
+  bool family_all_columns_ = true;
+  uint64_t family_del_ = 0;
+  bool in_cell_ = false;
+  std::string cell_prefix_;
+  std::string qualifier_;
+  uint64_t cell_del_ = 0;
+  uint64_t rank_ = 0;
+  uint32_t emitted_ = 0;
+  bool have_last_ts_ = false;
+  int64_t last_ts_ = 0;
+
+  // A Seek into the middle of a row: walk the row's markers, then skip to
+  // this family / qualifier.
+  bool has_target_ = false;
+  std::string target_row_prefix_;
+  uint32_t target_family_ = 0;
+  std::string target_qualifier_;
+
+  int64_t timestamp_ = 0;
+  EntryKind kind_ = EntryKind::kPut;
+};
+
+}  // namespace tabletfs
+
+#endif  // TABLETFS_STORE_DB_CELL_CURSOR_H_

@@ -1,0 +1,247 @@
+// DBImpl: the engine behind tabletfs::DB (store/db.h).
+//
+// Layout of a database directory:
+//   LOCK               exclusive lock (Env::LockFile)
+//   CURRENT            name of the live manifest, e.g. "MANIFEST-000004\n"
+//   MANIFEST-NNNNNN    version edits (store/doc/manifest_format.md)
+//   NNNNNN.log         commit log (store/doc/log_format.md); records as in
+//                      store/doc/key_format.md "Log records"
+//   NNNNNN.sst         SSTables (store/doc/table_format.md)
+//
+// Concurrency: one mutex (mu_) guards the engine state; it is never held
+// across file I/O. Writers queue (writers_); the front writer commits a
+// group: it assigns sequence numbers and timestamps under mu_, then writes
+// and syncs the log and fills the memtable without mu_ (it is the only
+// memtable writer), then publishes the new last sequence. Read-modify-write
+// operations and Apply serialize per row through row_locks_ (a striped
+// lock), so Append / Increment / CheckAndMutate see no interleaved write to
+// their row. Schema changes serialize through schema_mu_, taken before mu_.
+#ifndef TABLETFS_STORE_DB_DB_IMPL_H_
+#define TABLETFS_STORE_DB_DB_IMPL_H_
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "store/db.h"
+#include "store/db/cell_cursor.h"
+#include "store/db/memtable.h"
+#include "store/db/schema_state.h"
+#include "store/db/version_edit.h"
+#include "store/env.h"
+#include "store/util/mutex.h"
+#include "store/wal/log_writer.h"
+
+namespace tabletfs {
+
+class TableCache;
+class BlockCache;
+
+// The set of live SSTables, per level. Immutable once built; shared by
+// readers, scanners and compactions that use it.
+struct Version {
+  static constexpr int kNumLevels = 7;
+  // Level 0: newest file first (files may overlap). Levels >= 1: sorted by
+  // smallest key, disjoint.
+  std::vector<std::shared_ptr<const FileMeta>> levels[kNumLevels];
+};
+
+class DBImpl final : public DB {
+ public:
+  DBImpl(const Options& options, std::string dir);
+  ~DBImpl() override;
+
+  // Called once by DB::Open.
+  Status OpenAndRecover();
+
+  Status CreateTable(std::string_view table) override;
+  Status DeleteTable(std::string_view table) override;
+  Result<std::vector<std::string>> ListTables() override;
+  Status CreateFamily(std::string_view table, std::string_view family,
+                      const FamilySettings& settings) override;
+  Status UpdateFamily(std::string_view table, std::string_view family,
+                      const FamilySettings& settings) override;
+  Status DeleteFamily(std::string_view table, std::string_view family) override;
+  Result<std::vector<FamilyInfo>> ListFamilies(std::string_view table) override;
+  Result<FamilySettings> GetFamily(std::string_view table,
+                                   std::string_view family) override;
+
+  Result<int64_t> Apply(std::string_view table, const RowMutation& mutation,
+                        const WriteOptions& options) override;
+  Result<AppendResult> Append(std::string_view table, std::string_view row,
+                              std::string_view family,
+                              std::string_view qualifier, std::string_view data,
+                              const WriteOptions& options) override;
+  Result<int64_t> Increment(std::string_view table, std::string_view row,
+                            std::string_view family, std::string_view qualifier,
+                            int64_t delta,
+                            const WriteOptions& options) override;
+  Result<bool> CheckAndMutate(std::string_view table, std::string_view row,
+                              const CellCondition& condition,
+                              const RowMutation& if_true,
+                              const RowMutation& if_false,
+                              const WriteOptions& options) override;
+
+  Result<Row> ReadRow(std::string_view table, std::string_view row,
+                      const ReadOptions& options) override;
+  Result<std::vector<Cell>> ReadCell(std::string_view table,
+                                     std::string_view row,
+                                     std::string_view family,
+                                     std::string_view qualifier,
+                                     const ReadOptions& options) override;
+  Result<std::unique_ptr<Scanner>> NewScanner(
+      std::string_view table, const ScanOptions& options) override;
+  std::shared_ptr<const Snapshot> GetSnapshot() override;
+
+  Status Sync() override;
+  Status Flush() override;
+  Status CompactAll() override;
+  Status WaitForIdle() override;
+  Status Verify() override;
+  DbStats GetStats() override;
+  Status BackgroundError() override;
+  int64_t LastTimestamp() override;
+
+  // For SnapshotImpl.
+  void ReleaseSnapshot(uint64_t seq) EXCLUDES(mu_);
+
+ private:
+  // A queued write (mutation != nullptr) or sync / flush request.
+  struct Writer {
+    explicit Writer(Mutex* mu) : cv(mu) {}
+    std::string_view table;
+    const RowMutation* mutation = nullptr;
+    bool sync = false;
+    bool flush = false;
+    bool done = false;
+    Status status;
+    int64_t timestamp = 0;
+    CondVar cv;
+  };
+  class SnapshotImpl;
+  class ScannerImpl;
+
+  // Everything a read needs, pinned under mu_ and used without it.
+  struct ReadState {
+    std::shared_ptr<const TableState> table;
+    std::vector<std::shared_ptr<MemTable>> mems;  // newest first
+    std::shared_ptr<const Version> version;
+    uint64_t view_seq = 0;
+    uint64_t epoch_view = kMaxSequence;
+  };
+  // A frozen memtable waiting for its flush, and the first log that holds
+  // entries newer than it.
+  struct Immutable {
+    std::shared_ptr<MemTable> mem;
+    uint64_t next_log_number = 0;
+  };
+
+  // CondVar::Wait names the CondVar's own mutex, which the analysis cannot
+  // tie to mu_; this states the real requirement.
+  void Await(CondVar* cv) REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
+    cv->Wait();
+  }
+
+  Result<ReadState> PinReadState(std::string_view table,
+                                 const ReadOptions& options) EXCLUDES(mu_);
+  std::unique_ptr<CellCursor> NewCursor(const ReadState& state,
+                                        const ReadOptions& options,
+                                        std::string start_row,
+                                        std::string end_row, std::string prefix,
+                                        std::string_view bloom_key);
+  // Adds iterators over the files of `state` that may hold `bloom_key`
+  // (empty: all files).
+  void AddFileIterators(const ReadState& state, std::string_view bloom_key,
+                        std::vector<std::unique_ptr<Iterator>>* children);
+  static uint64_t ValueRefSize(std::string_view ref);
+  // Resolves a value of a cursor position (large values: M2).
+  Result<std::string> LoadValue(EntryKind kind, std::string_view raw);
+
+  // Validates `mutation` for `table` without changing anything.
+  Status ValidateMutation(const TableState& table, const RowMutation& m) const;
+  // Queues and commits; REQUIRES: the row lock of the mutation's row held
+  // by the caller.
+  Result<int64_t> WriteLocked(std::string_view table,
+                              const RowMutation& mutation,
+                              const WriteOptions& options) EXCLUDES(mu_);
+  Mutex* RowLock(std::string_view table, std::string_view row);
+  Status CheckSpace(const RowMutation& m);
+
+  // Manifest.
+  Status RecoverManifest() REQUIRES(mu_);
+  Status ApplyEdit(const VersionEdit& edit) REQUIRES(mu_);
+  // Appends `edit` (and syncs); starts a new manifest when none is open.
+  Status LogEdit(const VersionEdit& edit) REQUIRES(schema_mu_) EXCLUDES(mu_);
+  Status WriteNewManifest() REQUIRES(schema_mu_) EXCLUDES(mu_);
+  VersionEdit SnapshotEdit() REQUIRES(mu_);
+  Status RecoverLogs(std::vector<uint64_t>* old_logs) REQUIRES(mu_);
+  // After log replay: persists the recovered state, opens a new log and
+  // deletes what is obsolete.
+  Status FinishRecovery(const std::vector<uint64_t>& old_logs);
+  Status NewLogFile() EXCLUDES(mu_);
+  // Replaces a log whose append failed (it may end in a partial record).
+  void RollLogAfterFailure() REQUIRES(mu_);
+  static void SortLevels(Version* v);
+  // Makes room in the memtable for a write: freezes a full one, stalls
+  // while too many frozen ones wait. REQUIRES: leader of the write queue.
+  Status MakeRoomForWrite() REQUIRES(mu_);
+  // Queues a request behind every pending write: syncs the log, and with
+  // flush_memtable freezes the memtable and waits for its flush.
+  Status SyncOrFlushRequest(bool flush_memtable) EXCLUDES(mu_);
+  void StartBackground() EXCLUDES(mu_);
+  void StopBackground() EXCLUDES(mu_);
+  Status ReplayLogRecord(std::string_view record, const std::string& where)
+      REQUIRES(mu_);
+  std::string FileName(uint64_t number, const char* suffix) const;
+  void Log(LogLevel level, const std::string& line);
+
+  const Options options_;
+  Env* const env_;
+  const std::string dir_;
+  std::unique_ptr<FileLock> lock_;
+
+  // Serializes schema changes and manifest writes. Taken before mu_.
+  Mutex schema_mu_ ACQUIRED_BEFORE(mu_);
+  std::unique_ptr<LogWriter> manifest_ GUARDED_BY(schema_mu_);
+  uint64_t manifest_number_ GUARDED_BY(schema_mu_) = 0;
+
+  Mutex mu_;
+  std::map<std::string, std::shared_ptr<const TableState>, std::less<>> tables_
+      GUARDED_BY(mu_);
+  uint32_t next_schema_id_ GUARDED_BY(mu_) = 1;
+  uint64_t next_file_number_ GUARDED_BY(mu_) = 1;
+  uint64_t log_number_ GUARDED_BY(mu_) = 0;
+  uint64_t last_seq_ GUARDED_BY(mu_) = 0;
+  int64_t last_ts_ GUARDED_BY(mu_) = 0;
+  std::shared_ptr<MemTable> mem_ GUARDED_BY(mu_);
+  std::deque<Immutable> imm_ GUARDED_BY(mu_);  // oldest first
+  uint64_t current_log_number_ GUARDED_BY(mu_) = 0;
+  std::shared_ptr<const Version> version_ GUARDED_BY(mu_);
+  std::multiset<uint64_t> snapshots_ GUARDED_BY(mu_);
+  Status bg_error_ GUARDED_BY(mu_);
+
+  std::deque<Writer*> writers_ GUARDED_BY(mu_);
+  // Owned by the front writer of writers_ while it commits.
+  std::unique_ptr<LogWriter> log_;
+  uint64_t log_file_bytes_ GUARDED_BY(mu_) = 0;
+
+  static constexpr int kRowLockStripes = 64;
+  Mutex row_locks_[kRowLockStripes];
+
+  // Stats.
+  uint64_t stat_bytes_user_ GUARDED_BY(mu_) = 0;
+  uint64_t stat_bytes_disk_ GUARDED_BY(mu_) = 0;
+  uint64_t stat_log_syncs_ GUARDED_BY(mu_) = 0;
+  uint64_t stat_flushes_ GUARDED_BY(mu_) = 0;
+  uint64_t stat_compactions_ GUARDED_BY(mu_) = 0;
+  uint64_t stat_write_stalls_ GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace tabletfs
+
+#endif  // TABLETFS_STORE_DB_DB_IMPL_H_

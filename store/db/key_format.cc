@@ -1,0 +1,197 @@
+#include "store/db/key_format.h"
+
+#include <cassert>
+
+#include "store/util/coding.h"
+
+namespace tabletfs {
+
+namespace {
+constexpr char kSectionRowMarker = 0x01;
+constexpr char kSectionFamily = 0x02;
+constexpr char kSectionMarker = 0x01;  // within a family / cell
+constexpr char kSectionChild = 0x02;
+}  // namespace
+
+void AppendEscaped(std::string* dst, std::string_view bytes) {
+  for (char c : bytes) {
+    dst->push_back(c);
+    if (c == '\0') dst->push_back('\xff');
+  }
+  dst->push_back('\0');
+  dst->push_back('\x01');
+}
+
+bool ConsumeEscaped(std::string_view* input, std::string* out) {
+  size_t i = 0;
+  const std::string_view in = *input;
+  while (i < in.size()) {
+    char c = in[i];
+    if (c != '\0') {
+      if (out) out->push_back(c);
+      ++i;
+      continue;
+    }
+    if (i + 1 >= in.size()) return false;
+    char next = in[i + 1];
+    if (next == '\x01') {
+      input->remove_prefix(i + 2);
+      return true;
+    }
+    if (next != '\xff') return false;
+    if (out) out->push_back('\0');
+    i += 2;
+  }
+  return false;
+}
+
+std::string Unescape(std::string_view enc) {
+  std::string out;
+  ConsumeEscaped(&enc, &out);
+  return out;
+}
+
+std::string RowPrefix(uint32_t table_id, std::string_view row) {
+  std::string k;
+  k.reserve(row.size() + 8);
+  PutBigEndian32(&k, table_id);
+  AppendEscaped(&k, row);
+  return k;
+}
+
+std::string FamilyPrefix(uint32_t table_id, std::string_view row,
+                         uint32_t family_id) {
+  std::string k = RowPrefix(table_id, row);
+  k.push_back(kSectionFamily);
+  PutBigEndian32(&k, family_id);
+  return k;
+}
+
+std::string CellPrefix(uint32_t table_id, std::string_view row,
+                       uint32_t family_id, std::string_view qualifier) {
+  std::string k = FamilyPrefix(table_id, row, family_id);
+  k.push_back(kSectionChild);
+  AppendEscaped(&k, qualifier);
+  return k;
+}
+
+void AppendTrailer(std::string* dst, uint64_t seq, EntryKind kind) {
+  assert(seq <= kMaxSequence);
+  PutBigEndian64(dst, ~((seq << 8) | static_cast<uint8_t>(kind)));
+}
+
+void AppendTimestamp(std::string* dst, int64_t timestamp) {
+  // Flipping the sign bit maps int64 order onto uint64 order; the complement
+  // puts the newest timestamp first.
+  PutBigEndian64(dst,
+                 ~(static_cast<uint64_t>(timestamp) ^ (uint64_t{1} << 63)));
+}
+
+std::string RowMarkerKey(uint32_t table_id, std::string_view row,
+                         uint64_t seq) {
+  std::string k = RowPrefix(table_id, row);
+  k.push_back(kSectionRowMarker);
+  AppendTrailer(&k, seq, EntryKind::kDeleteRow);
+  return k;
+}
+
+std::string FamilyMarkerKey(uint32_t table_id, std::string_view row,
+                            uint32_t family_id, uint64_t seq) {
+  std::string k = FamilyPrefix(table_id, row, family_id);
+  k.push_back(kSectionMarker);
+  AppendTrailer(&k, seq, EntryKind::kDeleteFamily);
+  return k;
+}
+
+std::string CellMarkerKey(uint32_t table_id, std::string_view row,
+                          uint32_t family_id, std::string_view qualifier,
+                          uint64_t seq) {
+  std::string k = CellPrefix(table_id, row, family_id, qualifier);
+  k.push_back(kSectionMarker);
+  AppendTrailer(&k, seq, EntryKind::kDeleteCell);
+  return k;
+}
+
+std::string VersionKey(uint32_t table_id, std::string_view row,
+                       uint32_t family_id, std::string_view qualifier,
+                       int64_t timestamp, uint64_t seq, EntryKind kind) {
+  std::string k = CellPrefix(table_id, row, family_id, qualifier);
+  k.push_back(kSectionChild);
+  AppendTimestamp(&k, timestamp);
+  AppendTrailer(&k, seq, kind);
+  return k;
+}
+
+namespace {
+
+bool ParseTrailer(std::string_view* in, ParsedKey* out) {
+  if (in->size() != 8) return false;
+  uint64_t packed = ~DecodeBigEndian64(in->data());
+  out->seq = packed >> 8;
+  uint8_t kind = static_cast<uint8_t>(packed & 0xff);
+  if (kind < 1 || kind > 6) return false;
+  out->kind = static_cast<EntryKind>(kind);
+  in->remove_prefix(8);
+  return true;
+}
+
+}  // namespace
+
+bool ParseInternalKey(std::string_view key, ParsedKey* out) {
+  std::string_view in = key;
+  if (in.size() < 4) return false;
+  out->table_id = DecodeBigEndian32(in.data());
+  in.remove_prefix(4);
+  std::string_view row_start = in;
+  if (!ConsumeEscaped(&in, nullptr)) return false;
+  out->row_enc = row_start.substr(0, row_start.size() - in.size());
+  out->row_prefix = key.substr(0, key.size() - in.size());
+  if (in.empty()) return false;
+  char section = in[0];
+  in.remove_prefix(1);
+  if (section == kSectionRowMarker) {
+    out->section = KeySection::kRowMarker;
+    return ParseTrailer(&in, out) && out->kind == EntryKind::kDeleteRow;
+  }
+  if (section != kSectionFamily || in.size() < 5) return false;
+  out->family_id = DecodeBigEndian32(in.data());
+  in.remove_prefix(4);
+  char sub = in[0];
+  in.remove_prefix(1);
+  if (sub == kSectionMarker) {
+    out->section = KeySection::kFamilyMarker;
+    return ParseTrailer(&in, out) && out->kind == EntryKind::kDeleteFamily;
+  }
+  if (sub != kSectionChild) return false;
+  std::string_view q_start = in;
+  if (!ConsumeEscaped(&in, nullptr)) return false;
+  out->qualifier_enc = q_start.substr(0, q_start.size() - in.size());
+  out->cell_prefix = key.substr(0, key.size() - in.size());
+  if (in.empty()) return false;
+  char leaf = in[0];
+  in.remove_prefix(1);
+  if (leaf == kSectionMarker) {
+    out->section = KeySection::kCellMarker;
+    return ParseTrailer(&in, out) && out->kind == EntryKind::kDeleteCell;
+  }
+  if (leaf != kSectionChild || in.size() < 8) return false;
+  out->section = KeySection::kVersion;
+  uint64_t ts = ~DecodeBigEndian64(in.data()) ^ (uint64_t{1} << 63);
+  out->timestamp = static_cast<int64_t>(ts);
+  in.remove_prefix(8);
+  if (!ParseTrailer(&in, out)) return false;
+  return out->kind == EntryKind::kPut ||
+         out->kind == EntryKind::kDeleteVersion ||
+         out->kind == EntryKind::kPutValueRef;
+}
+
+bool BloomPrefixes(std::string_view key, std::string_view* row_prefix,
+                   std::string_view* cell_prefix) {
+  ParsedKey p;
+  if (!ParseInternalKey(key, &p)) return false;
+  *row_prefix = p.row_prefix;
+  *cell_prefix = p.cell_prefix;
+  return true;
+}
+
+}  // namespace tabletfs

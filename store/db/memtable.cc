@@ -1,0 +1,90 @@
+#include "store/db/memtable.h"
+
+#include <cstring>
+#include <string>
+
+#include "store/util/coding.h"
+
+namespace tabletfs {
+
+namespace {
+
+// Entry layout in the arena: varint32 key length, key, varint32 value
+// length, value. A lone key (Seek target) is encoded the same way with an
+// empty value.
+std::string_view DecodeLengthPrefixed(const char* p) {
+  uint32_t len = 0;
+  // The bytes are ours, written by EncodeEntry, so the varint is well-formed.
+  const char* q = p;
+  int shift = 0;
+  while (true) {
+    uint8_t b = static_cast<uint8_t>(*q++);
+    len |= uint32_t{b & 0x7fu} << shift;
+    if (b < 0x80) break;
+    shift += 7;
+  }
+  return std::string_view(q, len);
+}
+
+}  // namespace
+
+int MemTable::KeyComparator::operator()(const char* a, const char* b) const {
+  std::string_view ka = DecodeLengthPrefixed(a);
+  std::string_view kb = DecodeLengthPrefixed(b);
+  return ka.compare(kb);
+}
+
+void MemTable::Add(std::string_view key, std::string_view value) {
+  std::string header;
+  PutVarint32(&header, static_cast<uint32_t>(key.size()));
+  std::string vheader;
+  PutVarint32(&vheader, static_cast<uint32_t>(value.size()));
+  size_t total = header.size() + key.size() + vheader.size() + value.size();
+  char* buf = arena_.Allocate(total);
+  char* p = buf;
+  std::memcpy(p, header.data(), header.size());
+  p += header.size();
+  std::memcpy(p, key.data(), key.size());
+  p += key.size();
+  std::memcpy(p, vheader.data(), vheader.size());
+  p += vheader.size();
+  if (!value.empty()) std::memcpy(p, value.data(), value.size());
+  table_.Insert(buf);
+  entries_.fetch_add(1, std::memory_order_relaxed);
+}
+
+class MemTable::MemIterator final : public Iterator {
+ public:
+  explicit MemIterator(std::shared_ptr<MemTable> mem)
+      : mem_(std::move(mem)), iter_(&mem_->table_) {}
+
+  bool Valid() const override { return iter_.Valid(); }
+  void SeekToFirst() override { iter_.SeekToFirst(); }
+  void Seek(std::string_view target) override {
+    scratch_.clear();
+    PutVarint32(&scratch_, static_cast<uint32_t>(target.size()));
+    scratch_.append(target);
+    iter_.Seek(scratch_.data());
+  }
+  void Next() override { iter_.Next(); }
+  std::string_view key() const override {
+    return DecodeLengthPrefixed(iter_.key());
+  }
+  std::string_view value() const override {
+    std::string_view k = key();
+    return DecodeLengthPrefixed(k.data() + k.size());
+  }
+  Status status() const override { return Status::OK(); }
+
+ private:
+  std::shared_ptr<MemTable> mem_;
+  Table::Iterator iter_;
+  std::string scratch_;
+};
+
+std::unique_ptr<Iterator> MemTable::NewIterator(
+    std::shared_ptr<MemTable> self) {
+  return std::make_unique<MemIterator>(std::move(self));
+}
+
+}  // namespace tabletfs

@@ -1,0 +1,190 @@
+#include "store/db/version_edit.h"
+
+#include "store/util/coding.h"
+
+namespace tabletfs {
+
+namespace {
+
+void PutSettings(std::string* dst, const FamilySettings& s) {
+  // The policy as its canonical text: GcPolicy::Parse reads it back, and the
+  // manifest stays readable with a hex dump.
+  PutLengthPrefixed(dst, s.gc_policy.ToString());
+  dst->push_back(static_cast<char>(s.compression));
+  PutVarint32(dst, s.owner_uid);
+  PutVarint32(dst, s.owner_gid);
+  PutVarint32(dst, s.mode);
+}
+
+bool GetSettings(std::string_view* in, FamilySettings* s) {
+  std::string_view policy;
+  if (!GetLengthPrefixed(in, &policy) || in->empty()) return false;
+  Result<GcPolicy> parsed = GcPolicy::Parse(policy);
+  if (!parsed.ok()) return false;
+  s->gc_policy = *parsed;
+  uint8_t c = static_cast<uint8_t>((*in)[0]);
+  if (c > 1) return false;
+  s->compression = static_cast<Compression>(c);
+  in->remove_prefix(1);
+  return GetVarint32(in, &s->owner_uid) && GetVarint32(in, &s->owner_gid) &&
+         GetVarint32(in, &s->mode);
+}
+
+bool GetString(std::string_view* in, std::string* out) {
+  std::string_view v;
+  if (!GetLengthPrefixed(in, &v)) return false;
+  out->assign(v);
+  return true;
+}
+
+}  // namespace
+
+void VersionEdit::EncodeTo(std::string* dst) const {
+  if (log_number) {
+    PutVarint32(dst, kLogNumber);
+    PutVarint64(dst, *log_number);
+  }
+  if (next_file_number) {
+    PutVarint32(dst, kNextFileNumber);
+    PutVarint64(dst, *next_file_number);
+  }
+  if (last_sequence) {
+    PutVarint32(dst, kLastSequence);
+    PutVarint64(dst, *last_sequence);
+  }
+  if (last_timestamp) {
+    PutVarint32(dst, kLastTimestamp);
+    PutVarint64(dst, static_cast<uint64_t>(*last_timestamp));
+  }
+  if (next_schema_id) {
+    PutVarint32(dst, kNextSchemaId);
+    PutVarint32(dst, *next_schema_id);
+  }
+  for (const TableRecord& t : created_tables) {
+    PutVarint32(dst, kCreateTable);
+    PutVarint32(dst, t.id);
+    PutLengthPrefixed(dst, t.name);
+  }
+  for (uint32_t id : dropped_tables) {
+    PutVarint32(dst, kDropTable);
+    PutVarint32(dst, id);
+  }
+  for (const auto& [created, f] : families) {
+    PutVarint32(dst, created ? kCreateFamily : kUpdateFamily);
+    PutVarint32(dst, f.table_id);
+    PutVarint32(dst, f.family_id);
+    if (created) PutLengthPrefixed(dst, f.name);
+    PutSettings(dst, f.settings);
+    PutVarint64(dst, f.since);
+  }
+  for (const auto& [table, family] : dropped_families) {
+    PutVarint32(dst, kDropFamily);
+    PutVarint32(dst, table);
+    PutVarint32(dst, family);
+  }
+  for (const FileMeta& f : added_files) {
+    PutVarint32(dst, kAddFile);
+    PutVarint32(dst, f.tablet_id);
+    PutVarint32(dst, static_cast<uint32_t>(f.level));
+    PutVarint64(dst, f.number);
+    PutVarint64(dst, f.size);
+    PutLengthPrefixed(dst, f.smallest);
+    PutLengthPrefixed(dst, f.largest);
+  }
+  for (const DeletedFile& f : deleted_files) {
+    PutVarint32(dst, kDeleteFile);
+    PutVarint32(dst, static_cast<uint32_t>(f.level));
+    PutVarint64(dst, f.number);
+  }
+}
+
+Status VersionEdit::DecodeFrom(std::string_view src, std::string_view where) {
+  std::string_view in = src;
+  while (!in.empty()) {
+    size_t offset = src.size() - in.size();
+    uint32_t tag;
+    bool ok = GetVarint32(&in, &tag);
+    uint64_t u64 = 0;
+    uint32_t u32 = 0;
+    if (ok) {
+      switch (tag) {
+        case kLogNumber:
+          ok = GetVarint64(&in, &u64);
+          log_number = u64;
+          break;
+        case kNextFileNumber:
+          ok = GetVarint64(&in, &u64);
+          next_file_number = u64;
+          break;
+        case kLastSequence:
+          ok = GetVarint64(&in, &u64);
+          last_sequence = u64;
+          break;
+        case kLastTimestamp:
+          ok = GetVarint64(&in, &u64);
+          last_timestamp = static_cast<int64_t>(u64);
+          break;
+        case kNextSchemaId:
+          ok = GetVarint32(&in, &u32);
+          next_schema_id = u32;
+          break;
+        case kCreateTable: {
+          TableRecord t;
+          ok = GetVarint32(&in, &t.id) && GetString(&in, &t.name);
+          created_tables.push_back(std::move(t));
+          break;
+        }
+        case kDropTable:
+          ok = GetVarint32(&in, &u32);
+          dropped_tables.push_back(u32);
+          break;
+        case kCreateFamily:
+        case kUpdateFamily: {
+          FamilyRecord f;
+          bool created = tag == kCreateFamily;
+          ok = GetVarint32(&in, &f.table_id) &&
+               GetVarint32(&in, &f.family_id) &&
+               (!created || GetString(&in, &f.name)) &&
+               GetSettings(&in, &f.settings) && GetVarint64(&in, &f.since);
+          families.emplace_back(created, std::move(f));
+          break;
+        }
+        case kDropFamily: {
+          uint32_t t = 0;
+          ok = GetVarint32(&in, &t) && GetVarint32(&in, &u32);
+          dropped_families.emplace_back(t, u32);
+          break;
+        }
+        case kAddFile: {
+          FileMeta f;
+          uint32_t level = 0;
+          ok = GetVarint32(&in, &f.tablet_id) && GetVarint32(&in, &level) &&
+               GetVarint64(&in, &f.number) && GetVarint64(&in, &f.size) &&
+               GetString(&in, &f.smallest) && GetString(&in, &f.largest) &&
+               level < 16;
+          f.level = static_cast<int>(level);
+          added_files.push_back(std::move(f));
+          break;
+        }
+        case kDeleteFile: {
+          uint32_t level = 0;
+          ok = GetVarint32(&in, &level) && GetVarint64(&in, &u64) && level < 16;
+          deleted_files.push_back({static_cast<int>(level), u64});
+          break;
+        }
+        default:
+          return Status::Corruption(
+              "manifest edit: unknown tag " + std::to_string(tag),
+              std::string(where) + " at edit offset " + std::to_string(offset));
+      }
+    }
+    if (!ok) {
+      return Status::Corruption(
+          "manifest edit: malformed field",
+          std::string(where) + " at edit offset " + std::to_string(offset));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace tabletfs

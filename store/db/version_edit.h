@@ -1,0 +1,84 @@
+// VersionEdit: one change to the durable state of a database, as recorded
+// in the manifest (format: store/doc/manifest_format.md): schema changes,
+// files added to / removed from levels, the log number and the high-water
+// marks (sequence, timestamp, file number, schema id).
+//
+// Thread safety: plain values.
+#ifndef TABLETFS_STORE_DB_VERSION_EDIT_H_
+#define TABLETFS_STORE_DB_VERSION_EDIT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/schema.h"
+#include "store/status.h"
+
+namespace tabletfs {
+
+// An SSTable in a level. Immutable once created.
+struct FileMeta {
+  uint32_t tablet_id = 0;  // the table's id (one tablet per table for now)
+  int level = 0;
+  uint64_t number = 0;
+  uint64_t size = 0;
+  std::string smallest;  // internal keys, inclusive
+  std::string largest;
+};
+
+struct VersionEdit {
+  // Persisted tags: never renumber.
+  enum Tag : uint32_t {
+    kLogNumber = 1,
+    kNextFileNumber = 2,
+    kLastSequence = 3,
+    kLastTimestamp = 4,
+    kNextSchemaId = 5,
+    kCreateTable = 10,
+    kDropTable = 11,
+    kCreateFamily = 12,
+    kUpdateFamily = 13,
+    kDropFamily = 14,
+    kAddFile = 20,
+    kDeleteFile = 21,
+  };
+
+  struct TableRecord {
+    uint32_t id = 0;
+    std::string name;
+  };
+  struct FamilyRecord {
+    uint32_t table_id = 0;
+    uint32_t family_id = 0;
+    std::string name;  // kCreateFamily
+    FamilySettings settings;
+    uint64_t since = 0;  // sequence from which settings.gc_policy holds
+  };
+  struct DeletedFile {
+    int level = 0;
+    uint64_t number = 0;
+  };
+
+  std::optional<uint64_t> log_number;
+  std::optional<uint64_t> next_file_number;
+  std::optional<uint64_t> last_sequence;
+  std::optional<int64_t> last_timestamp;
+  std::optional<uint32_t> next_schema_id;
+  std::vector<TableRecord> created_tables;
+  std::vector<uint32_t> dropped_tables;
+  // Created and updated families, in order; `created` tells which.
+  std::vector<std::pair<bool, FamilyRecord>> families;
+  std::vector<std::pair<uint32_t, uint32_t>> dropped_families;  // table, family
+  std::vector<FileMeta> added_files;
+  std::vector<DeletedFile> deleted_files;
+
+  void EncodeTo(std::string* dst) const;
+  // Corruption naming `where` when `src` is malformed or has an unknown tag.
+  Status DecodeFrom(std::string_view src, std::string_view where);
+};
+
+}  // namespace tabletfs
+
+#endif  // TABLETFS_STORE_DB_VERSION_EDIT_H_

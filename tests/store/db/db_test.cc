@@ -1,0 +1,461 @@
+#include "store/db.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/env/mem_env.h"
+#include "store/util/coding.h"
+
+namespace tabletfs {
+namespace {
+
+class DBTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    options_.env = &env_;
+    options_.space_reserve_bytes = 0;
+    Reopen();
+  }
+
+  void Reopen() {
+    db_.reset();
+    auto db = DB::Open(options_, "/db");
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    db_ = std::move(*db);
+  }
+
+  void MakeTable(const std::string& table,
+                 const std::vector<std::string>& families) {
+    ASSERT_TRUE(db_->CreateTable(table).ok());
+    for (const auto& f : families) {
+      ASSERT_TRUE(db_->CreateFamily(table, f, FamilySettings()).ok());
+    }
+  }
+
+  int64_t Put(const std::string& table, const std::string& row,
+              const std::string& family, const std::string& qualifier,
+              int64_t ts, const std::string& value) {
+    RowMutation m(row);
+    m.SetCell(family, qualifier, ts, value);
+    auto r = db_->Apply(table, m, WriteOptions());
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : 0;
+  }
+
+  // "ts:value" of every visible version of the cell, newest first.
+  std::string Get(const std::string& table, const std::string& row,
+                  const std::string& family, const std::string& qualifier,
+                  ReadOptions ro = ReadOptions()) {
+    auto cells = db_->ReadCell(table, row, family, qualifier, ro);
+    if (!cells.ok()) return cells.status().ToString();
+    std::string out;
+    for (const Cell& c : *cells) {
+      if (!out.empty()) out += ",";
+      out += std::to_string(c.timestamp) + ":" + c.value;
+    }
+    return out;
+  }
+
+  std::string Scan(const std::string& table, ScanOptions so = ScanOptions()) {
+    auto s = db_->NewScanner(table, so);
+    if (!s.ok()) return s.status().ToString();
+    std::string out;
+    Scanner& sc = **s;
+    for (; sc.Valid(); sc.Next()) {
+      if (!out.empty()) out += " ";
+      out += std::string(sc.row()) + "/" + std::string(sc.family()) + ":" +
+             std::string(sc.qualifier()) + "@" +
+             std::to_string(sc.timestamp()) + "=" + std::string(*sc.value());
+    }
+    EXPECT_TRUE(sc.status().ok()) << sc.status().ToString();
+    return out;
+  }
+
+  MemEnv env_;
+  Options options_;
+  std::unique_ptr<DB> db_;
+};
+
+TEST_F(DBTest, PaperWebtable) {
+  MakeTable("webtable", {"contents", "anchor"});
+  Put("webtable", "com.cnn.www", "contents", "", 3, "<html>t3");
+  Put("webtable", "com.cnn.www", "contents", "", 5, "<html>t5");
+  Put("webtable", "com.cnn.www", "contents", "", 6, "<html>t6");
+  Put("webtable", "com.cnn.www", "anchor", "cnnsi.com", 9, "CNN");
+  Put("webtable", "com.cnn.www", "anchor", "my.look.ca", 8, "CNN.com");
+
+  EXPECT_EQ(Get("webtable", "com.cnn.www", "contents", ""), "6:<html>t6");
+  ReadOptions all;
+  all.max_versions = 0;
+  EXPECT_EQ(Get("webtable", "com.cnn.www", "contents", "", all),
+            "6:<html>t6,5:<html>t5,3:<html>t3");
+  ReadOptions at5 = all;
+  at5.at = 5;
+  EXPECT_EQ(Get("webtable", "com.cnn.www", "contents", "", at5),
+            "5:<html>t5,3:<html>t3");
+
+  auto row = db_->ReadRow("webtable", "com.cnn.www", ReadOptions());
+  ASSERT_TRUE(row.ok());
+  ASSERT_EQ(row->cells.size(), 3u);
+  // Families in creation order, qualifiers bytewise.
+  EXPECT_EQ(row->cells[0].family, "contents");
+  EXPECT_EQ(row->cells[1].qualifier, "cnnsi.com");
+  EXPECT_EQ(row->cells[2].qualifier, "my.look.ca");
+  EXPECT_EQ(row->cells[2].value, "CNN.com");
+}
+
+TEST_F(DBTest, PaperReadAtTime) {
+  MakeTable("t", {"A"});
+  Put("t", "aaaaa", "A", "foo", 15, "y");
+  Put("t", "aaaaa", "A", "foo", 4, "m");
+  EXPECT_EQ(Get("t", "aaaaa", "A", "foo"), "15:y");
+  ReadOptions ro;
+  ro.at = 10;
+  EXPECT_EQ(Get("t", "aaaaa", "A", "foo", ro), "4:m");
+  ro.at = 2;
+  EXPECT_EQ(Get("t", "aaaaa", "A", "foo", ro), "");
+  ro.at = 15;
+  EXPECT_EQ(Get("t", "aaaaa", "A", "foo", ro), "15:y");
+}
+
+TEST_F(DBTest, SchemaCalls) {
+  EXPECT_TRUE(db_->CreateTable("b").ok());
+  EXPECT_TRUE(db_->CreateTable("a").ok());
+  EXPECT_TRUE(db_->CreateTable("a").IsAlreadyExists());
+  EXPECT_TRUE(db_->CreateTable("").IsInvalidArgument());
+  EXPECT_TRUE(db_->CreateTable("bad/name").IsInvalidArgument());
+  EXPECT_TRUE(db_->CreateTable(std::string(51, 'x')).IsInvalidArgument());
+  EXPECT_EQ(*db_->ListTables(), (std::vector<std::string>{"a", "b"}));
+
+  FamilySettings s;
+  s.gc_policy = GcPolicy::MaxVersions(2);
+  s.mode = 0600;
+  EXPECT_TRUE(db_->CreateFamily("a", "zeta", FamilySettings()).ok());
+  EXPECT_TRUE(db_->CreateFamily("a", "alpha", s).ok());
+  EXPECT_TRUE(db_->CreateFamily("a", "alpha", s).IsAlreadyExists());
+  EXPECT_TRUE(db_->CreateFamily("a", ".x", s).IsInvalidArgument());
+  EXPECT_TRUE(db_->CreateFamily("nope", "f", s).IsNotFound());
+  auto fams = db_->ListFamilies("a");
+  ASSERT_TRUE(fams.ok());
+  ASSERT_EQ(fams->size(), 2u);
+  EXPECT_EQ((*fams)[0].name, "zeta");  // creation order
+  EXPECT_EQ((*fams)[1].name, "alpha");
+  EXPECT_EQ((*fams)[1].settings, s);
+  EXPECT_TRUE(db_->ListFamilies("nope").status().IsNotFound());
+  EXPECT_TRUE(db_->GetFamily("a", "nope").status().IsNotFound());
+
+  s.gc_policy = GcPolicy::Never();
+  EXPECT_TRUE(db_->UpdateFamily("a", "alpha", s).ok());
+  EXPECT_EQ(*db_->GetFamily("a", "alpha"), s);
+  EXPECT_TRUE(db_->UpdateFamily("a", "nope", s).IsNotFound());
+
+  Reopen();
+  EXPECT_EQ(*db_->ListTables(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(*db_->GetFamily("a", "alpha"), s);
+  EXPECT_EQ((*db_->ListFamilies("a"))[0].name, "zeta");
+
+  EXPECT_TRUE(db_->DeleteTable("b").ok());
+  EXPECT_TRUE(db_->DeleteTable("b").IsNotFound());
+  EXPECT_TRUE(db_->DeleteFamily("a", "zeta").ok());
+  EXPECT_TRUE(db_->DeleteFamily("a", "zeta").IsNotFound());
+  Reopen();
+  EXPECT_EQ(*db_->ListTables(), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(db_->ListFamilies("a")->size(), 1u);
+}
+
+TEST_F(DBTest, DroppedTableAndFamilyDataIsGoneEvenWhenRecreated) {
+  MakeTable("t", {"f", "g"});
+  Put("t", "r", "f", "q", 1, "v");
+  Put("t", "r", "g", "q", 1, "w");
+  ASSERT_TRUE(db_->DeleteFamily("t", "f").ok());
+  EXPECT_TRUE(Get("t", "r", "f", "q").find("NotFound") != std::string::npos);
+  ASSERT_TRUE(db_->CreateFamily("t", "f", FamilySettings()).ok());
+  EXPECT_EQ(Get("t", "r", "f", "q"), "");
+  EXPECT_EQ(Get("t", "r", "g", "q"), "1:w");
+  ASSERT_TRUE(db_->DeleteTable("t").ok());
+  MakeTable("t", {"g"});
+  EXPECT_EQ(Get("t", "r", "g", "q"), "");
+  Reopen();
+  EXPECT_EQ(Get("t", "r", "g", "q"), "");
+}
+
+TEST_F(DBTest, BadInputsChangeNothing) {
+  MakeTable("t", {"f"});
+  WriteOptions wo;
+  RowMutation empty("r");
+  EXPECT_TRUE(db_->Apply("t", empty, wo).status().IsInvalidArgument());
+  RowMutation no_row("");
+  no_row.SetCell("f", "q", "v");
+  EXPECT_TRUE(db_->Apply("t", no_row, wo).status().IsInvalidArgument());
+  RowMutation long_row(std::string(kMaxRowKeyBytes + 1, 'r'));
+  long_row.SetCell("f", "q", "v");
+  EXPECT_TRUE(db_->Apply("t", long_row, wo).status().IsInvalidArgument());
+  RowMutation max_row(std::string(kMaxRowKeyBytes, 'r'));
+  max_row.SetCell("f", "q", "v");
+  EXPECT_TRUE(db_->Apply("t", max_row, wo).ok());
+  RowMutation unknown_family("r");
+  unknown_family.SetCell("f", "q", 1, "v").SetCell("nope", "q", "v");
+  EXPECT_TRUE(db_->Apply("t", unknown_family, wo).status().IsInvalidArgument());
+  RowMutation ok("r");
+  ok.SetCell("f", "q", 1, "v");
+  EXPECT_TRUE(db_->Apply("nope", ok, wo).status().IsNotFound());
+
+  options_.max_value_bytes = 10;
+  Reopen();
+  RowMutation big("r");
+  big.SetCell("f", "q", 2, std::string(11, 'x'));
+  EXPECT_TRUE(db_->Apply("t", big, wo).status().IsInvalidArgument());
+  RowMutation at_limit("r");
+  at_limit.SetCell("f", "q2", 2, std::string(10, 'x'));
+  EXPECT_TRUE(db_->Apply("t", at_limit, wo).ok());
+
+  // Only the two good writes exist.
+  auto row = db_->ReadRow("t", "r", ReadOptions());
+  ASSERT_TRUE(row.ok());
+  ASSERT_EQ(row->cells.size(), 1u);
+  EXPECT_EQ(row->cells[0].qualifier, "q2");
+  EXPECT_TRUE(
+      db_->ReadRow("t", "", ReadOptions()).status().IsInvalidArgument());
+  EXPECT_TRUE(db_->ReadRow("nope", "r", ReadOptions()).status().IsNotFound());
+  EXPECT_TRUE(db_->NewScanner("nope", ScanOptions()).status().IsNotFound());
+  EXPECT_TRUE(db_->ReadCell("t", "r", "nope", "q", ReadOptions())
+                  .status()
+                  .IsNotFound());
+}
+
+TEST_F(DBTest, DeletesMaskBySequence) {
+  MakeTable("t", {"f", "g"});
+  Put("t", "r", "f", "q", 100, "new");
+  RowMutation del("r");
+  del.DeleteCell("f", "q");
+  ASSERT_TRUE(db_->Apply("t", del, WriteOptions()).ok());
+  EXPECT_EQ(Get("t", "r", "f", "q"), "");
+  // A later put with an older timestamp stays visible.
+  Put("t", "r", "f", "q", 50, "old-but-later");
+  EXPECT_EQ(Get("t", "r", "f", "q"), "50:old-but-later");
+
+  Put("t", "r", "g", "x", 7, "gx");
+  RowMutation delrow("r");
+  delrow.DeleteRow();
+  ASSERT_TRUE(db_->Apply("t", delrow, WriteOptions()).ok());
+  EXPECT_TRUE(db_->ReadRow("t", "r", ReadOptions())->cells.empty());
+  Put("t", "r", "g", "x", 1, "after");
+  EXPECT_EQ(Get("t", "r", "g", "x"), "1:after");
+  EXPECT_EQ(Get("t", "r", "f", "q"), "");
+
+  // Delete-version hides only that timestamp; a later put there replaces.
+  Put("t", "v", "f", "q", 1, "one");
+  Put("t", "v", "f", "q", 2, "two");
+  RowMutation dv("v");
+  dv.DeleteVersion("f", "q", 2);
+  ASSERT_TRUE(db_->Apply("t", dv, WriteOptions()).ok());
+  EXPECT_EQ(Get("t", "v", "f", "q"), "1:one");
+  Put("t", "v", "f", "q", 2, "two-again");
+  Put("t", "v", "f", "q", 1, "one-replaced");
+  ReadOptions all;
+  all.max_versions = 0;
+  EXPECT_EQ(Get("t", "v", "f", "q", all), "2:two-again,1:one-replaced");
+
+  // Delete family in one row.
+  Put("t", "w", "f", "a", 1, "fa");
+  Put("t", "w", "g", "a", 1, "ga");
+  RowMutation df("w");
+  df.DeleteFamily("f");
+  ASSERT_TRUE(db_->Apply("t", df, WriteOptions()).ok());
+  EXPECT_EQ(Get("t", "w", "f", "a"), "");
+  EXPECT_EQ(Get("t", "w", "g", "a"), "1:ga");
+
+  // Ops in one mutation apply in order: delete then set leaves the value.
+  RowMutation order("o");
+  order.SetCell("f", "q", 5, "first")
+      .DeleteCell("f", "q")
+      .SetCell("f", "q", 3, "kept");
+  ASSERT_TRUE(db_->Apply("t", order, WriteOptions()).ok());
+  EXPECT_EQ(Get("t", "o", "f", "q", all), "3:kept");
+
+  Reopen();
+  EXPECT_EQ(Get("t", "o", "f", "q", all), "3:kept");
+  EXPECT_EQ(Get("t", "r", "g", "x"), "1:after");
+  EXPECT_EQ(Get("t", "v", "f", "q", all), "2:two-again,1:one-replaced");
+}
+
+TEST_F(DBTest, ServerTimestampsIncreaseAndSurviveReopen) {
+  MakeTable("t", {"f"});
+  env_.SetNowMicros(1000);
+  RowMutation m("r");
+  m.SetCell("f", "q", "a");
+  int64_t t1 = *db_->Apply("t", m, WriteOptions());
+  int64_t t2 = *db_->Apply("t", m, WriteOptions());
+  EXPECT_EQ(t1, 1000);
+  EXPECT_EQ(t2, 1001);
+  EXPECT_EQ(db_->LastTimestamp(), 1001);
+  Reopen();
+  EXPECT_EQ(db_->LastTimestamp(), 1001);
+  int64_t t3 = *db_->Apply("t", m, WriteOptions());
+  EXPECT_EQ(t3, 1002);
+  env_.SetNowMicros(5000);
+  EXPECT_EQ(*db_->Apply("t", m, WriteOptions()), 5000);
+  ReadOptions all;
+  all.max_versions = 0;
+  EXPECT_EQ(Get("t", "r", "f", "q", all), "5000:a,1002:a,1001:a,1000:a");
+}
+
+TEST_F(DBTest, AppendIncrementCheckAndMutate) {
+  MakeTable("t", {"f"});
+  WriteOptions wo;
+  auto a1 = db_->Append("t", "r", "f", "log", "one\n", wo);
+  ASSERT_TRUE(a1.ok());
+  EXPECT_EQ(a1->value_size, 4u);
+  auto a2 = db_->Append("t", "r", "f", "log", "two\n", wo);
+  ASSERT_TRUE(a2.ok());
+  EXPECT_GT(a2->timestamp, a1->timestamp);
+  EXPECT_EQ(a2->value_size, 8u);
+  EXPECT_EQ((*db_->ReadCell("t", "r", "f", "log", ReadOptions()))[0].value,
+            "one\ntwo\n");
+  EXPECT_TRUE(
+      db_->Append("t", "r", "nope", "log", "x", wo).status().IsNotFound() ||
+      db_->Append("t", "r", "nope", "log", "x", wo)
+          .status()
+          .IsInvalidArgument());
+  EXPECT_TRUE(
+      db_->Append("t", "", "f", "log", "x", wo).status().IsInvalidArgument());
+
+  EXPECT_EQ(*db_->Increment("t", "r", "f", "n", 5, wo), 5);
+  EXPECT_EQ(*db_->Increment("t", "r", "f", "n", -7, wo), -2);
+  ASSERT_TRUE(db_->Append("t", "r", "f", "log", "3", wo).ok());  // 9 bytes
+  EXPECT_TRUE(
+      db_->Increment("t", "r", "f", "log", 1, wo).status().IsInvalidArgument());
+
+  CellCondition c;
+  c.family = "f";
+  c.qualifier = "flag";
+  c.op = CellCondition::Op::kNotExists;
+  RowMutation set("r");
+  set.SetCell("f", "flag", "set");
+  RowMutation other("r");
+  other.SetCell("f", "flag2", "was-set");
+  EXPECT_TRUE(*db_->CheckAndMutate("t", "r", c, set, other, wo));
+  EXPECT_FALSE(*db_->CheckAndMutate("t", "r", c, set, other, wo));
+  EXPECT_EQ((*db_->ReadCell("t", "r", "f", "flag2", ReadOptions()))[0].value,
+            "was-set");
+  c.op = CellCondition::Op::kEquals;
+  c.value = "set";
+  RowMutation none("r");
+  EXPECT_TRUE(*db_->CheckAndMutate("t", "r", c, none, none, wo));
+  c.value = "other";
+  EXPECT_FALSE(*db_->CheckAndMutate("t", "r", c, none, none, wo));
+  RowMutation wrong_row("x");
+  wrong_row.SetCell("f", "q", "v");
+  EXPECT_TRUE(db_->CheckAndMutate("t", "r", c, wrong_row, none, wo)
+                  .status()
+                  .IsInvalidArgument());
+}
+
+TEST_F(DBTest, ScannerRangesAndSkips) {
+  MakeTable("t", {"a", "b"});
+  for (std::string row : {"r1", "r2", "s1", "s2"}) {
+    Put("t", row, "a", "x", 2, row + "ax2");
+    Put("t", row, "a", "x", 1, row + "ax1");
+    Put("t", row, "a", "y", 1, row + "ay");
+    Put("t", row, "b", "z", 1, row + "bz");
+  }
+  ScanOptions so;
+  so.prefix = "s";
+  EXPECT_EQ(Scan("t", so),
+            "s1/a:x@2=s1ax2 s1/a:y@1=s1ay s1/b:z@1=s1bz "
+            "s2/a:x@2=s2ax2 s2/a:y@1=s2ay s2/b:z@1=s2bz");
+  so = ScanOptions();
+  so.start_row = "r2";
+  so.end_row = "s2";
+  so.read.families = {"b"};
+  EXPECT_EQ(Scan("t", so), "r2/b:z@1=r2bz s1/b:z@1=s1bz");
+  so = ScanOptions();
+  so.read.columns = {{"a", "y"}};
+  so.read.families = {"b"};
+  so.end_row = "r2";
+  EXPECT_EQ(Scan("t", so), "r1/a:y@1=r1ay r1/b:z@1=r1bz");
+  so = ScanOptions();
+  so.read.max_versions = 2;
+  so.end_row = "r2";
+  EXPECT_EQ(Scan("t", so),
+            "r1/a:x@2=r1ax2 r1/a:x@1=r1ax1 r1/a:y@1=r1ay r1/b:z@1=r1bz");
+
+  auto s = db_->NewScanner("t", ScanOptions());
+  ASSERT_TRUE(s.ok());
+  Scanner& sc = **s;
+  ASSERT_TRUE(sc.Valid());
+  EXPECT_EQ(sc.row(), "r1");
+  sc.NextFamily();
+  EXPECT_EQ(sc.family(), "b");
+  sc.NextRow();
+  EXPECT_EQ(sc.row(), "r2");
+  sc.NextColumn();
+  EXPECT_EQ(sc.qualifier(), "y");
+  sc.Seek("s1", "b");
+  EXPECT_EQ(sc.row(), "s1");
+  EXPECT_EQ(sc.family(), "b");
+  sc.Seek("r", "a", "y");  // row "r" does not exist: next row's start
+  EXPECT_EQ(sc.row(), "r1");
+  EXPECT_EQ(sc.qualifier(), "x");
+  sc.Seek("r1", "a", "xx");
+  EXPECT_EQ(sc.qualifier(), "y");
+  sc.Seek("r1", "nope", "q");
+  EXPECT_EQ(sc.family(), "a");
+  Row row;
+  ASSERT_TRUE(sc.ReadRow(&row).ok());
+  EXPECT_EQ(row.key, "r1");
+  EXPECT_EQ(row.cells.size(), 3u);
+  EXPECT_EQ(sc.row(), "r2");
+  sc.Seek("zzz");
+  EXPECT_FALSE(sc.Valid());
+  EXPECT_TRUE(sc.status().ok());
+}
+
+TEST_F(DBTest, SnapshotSeesThePast) {
+  MakeTable("t", {"f"});
+  Put("t", "r", "f", "q", 1, "before");
+  auto snap = db_->GetSnapshot();
+  Put("t", "r", "f", "q", 2, "after");
+  RowMutation del("r");
+  del.DeleteRow();
+  ASSERT_TRUE(db_->Apply("t", del, WriteOptions()).ok());
+  ReadOptions ro;
+  ro.snapshot = snap.get();
+  EXPECT_EQ(Get("t", "r", "f", "q", ro), "1:before");
+  EXPECT_EQ(Get("t", "r", "f", "q"), "");
+  snap.reset();
+}
+
+TEST_F(DBTest, SecondOpenIsBusy) {
+  auto second = DB::Open(options_, "/db");
+  EXPECT_TRUE(second.status().IsBusy()) << second.status().ToString();
+}
+
+TEST_F(DBTest, OpenWithoutCreateFails) {
+  Options o = options_;
+  o.create_if_missing = false;
+  EXPECT_FALSE(DB::Open(o, "/other").ok());
+}
+
+TEST_F(DBTest, EmptyValueAndBinaryKeys) {
+  MakeTable("t", {"f"});
+  std::string row("\0\xff\0", 3);
+  std::string q("\0", 1);
+  Put("t", row, "f", q, 1, "");
+  Put("t", row, "f", "", 1, std::string("\0v", 2));
+  auto r = db_->ReadRow("t", row, ReadOptions());
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->cells.size(), 2u);
+  EXPECT_EQ(r->cells[0].qualifier, "");
+  EXPECT_EQ(r->cells[0].value, std::string("\0v", 2));
+  EXPECT_EQ(r->cells[1].qualifier, q);
+  EXPECT_EQ(r->cells[1].value, "");
+  EXPECT_TRUE(
+      db_->ReadRow("t", std::string("\0", 1), ReadOptions())->cells.empty());
+}
+
+}  // namespace
+}  // namespace tabletfs

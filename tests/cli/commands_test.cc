@@ -1,0 +1,410 @@
+// Every tabletctl command through the mount/cli functions, on a real
+// database in a temporary directory.
+#include "mount/cli/commands.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "store/db.h"
+
+namespace tabletfs::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+class CommandsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tabletctl_test_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    Reopen();
+  }
+  void TearDown() override {
+    db_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Reopen() {
+    db_.reset();
+    auto db = DB::Open(Options(), dir_ + "/data");
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    db_ = std::move(*db);
+  }
+
+  Outcome Run(std::vector<std::string> args) {
+    std::ostringstream out, err;
+    const int code = RunCommand(*db_, args, out, err);
+    return {code, out.str(), err.str()};
+  }
+  // Runs a command that must succeed; returns its output.
+  std::string Ok(std::vector<std::string> args) {
+    Outcome o = Run(args);
+    EXPECT_EQ(o.code, kExitOk) << args[0] << ": " << o.err;
+    EXPECT_EQ(o.err, "") << args[0];
+    return o.out;
+  }
+
+  void MakeWebtable() {
+    Ok({"createtable", "webtable", "families=contents:maxversions=3,anchor"});
+    Ok({"set", "webtable", "com.cnn.www", "contents:=<html>a@3",
+        "contents:=<html>b@5", "contents:=<html>c@6", "anchor:cnnsi.com=CNN@9",
+        "anchor:my.look.ca=CNN.com@8"});
+    Ok({"set", "webtable", "com.example.www", "contents:=<html>ex@4"});
+    Ok({"set", "webtable", "org.wikipedia.en", "contents:=<html>wp@7",
+        "anchor:com.cnn.www=Wikipedia@7"});
+  }
+
+  std::string TempFile(const std::string& name) { return dir_ + "/" + name; }
+
+  std::string dir_;
+  std::unique_ptr<DB> db_;
+};
+
+TEST_F(CommandsTest, CreateListDeleteTables) {
+  EXPECT_EQ(Ok({"ls"}), "");
+  Ok({"createtable", "b"});
+  Ok({"createtable", "a", "families=f1,f2:maxversions=2"});
+  EXPECT_EQ(Ok({"ls"}), "a\nb\n");
+  EXPECT_EQ(Ok({"ls", "a"}),
+            "Family Name    GC Policy\n"
+            "-----------    ---------\n"
+            "f1             never\n"
+            "f2             maxversions=2\n");
+  Outcome again = Run({"createtable", "a"});
+  EXPECT_EQ(again.code, kExitFailure);
+  EXPECT_THAT(again.err, StartsWith("tabletctl createtable: AlreadyExists"));
+  Ok({"deletetable", "b"});
+  EXPECT_EQ(Ok({"ls"}), "a\n");
+  EXPECT_EQ(Run({"deletetable", "b"}).code, kExitFailure);
+  EXPECT_EQ(Run({"ls", "nope"}).code, kExitFailure);
+}
+
+TEST_F(CommandsTest, FamiliesAndGcPolicy) {
+  Ok({"createtable", "t"});
+  Ok({"createfamily", "t", "a"});
+  Ok({"createfamily", "t", "b:maxversions=1"});
+  Ok({"createfamily", "t", "c", "maxage=7d", "or", "maxversions=2"});
+  Ok({"setgcpolicy", "t", "a", "maxage=1h", "and", "maxversions=5"});
+  const std::string ls = Ok({"ls", "t"});
+  EXPECT_THAT(ls, HasSubstr("a              maxage=1h and maxversions=5\n"));
+  EXPECT_THAT(ls, HasSubstr("b              maxversions=1\n"));
+  EXPECT_THAT(ls, HasSubstr("c              maxage=7d or maxversions=2\n"));
+  Ok({"setgcpolicy", "t", "a", "never"});
+  EXPECT_THAT(Ok({"ls", "t"}), HasSubstr("a              never\n"));
+  Ok({"deletefamily", "t", "b"});
+  EXPECT_THAT(Ok({"ls", "t"}), Not(HasSubstr("b ")));
+
+  Outcome bad = Run({"setgcpolicy", "t", "a", "maxversions=x"});
+  EXPECT_EQ(bad.code, kExitUsage);
+  EXPECT_THAT(bad.err, StartsWith("tabletctl setgcpolicy: "));
+  EXPECT_EQ(Run({"setgcpolicy", "t", "zz", "never"}).code, kExitFailure);
+  EXPECT_EQ(Run({"createfamily", "t", "bad name"}).code, kExitFailure);
+  EXPECT_EQ(Run({"deletefamily", "t"}).code, kExitUsage);
+}
+
+TEST_F(CommandsTest, LookupPrintsCbtLayout) {
+  MakeWebtable();
+  EXPECT_EQ(Ok({"lookup", "webtable", "com.cnn.www"}),
+            "----------------------------------------\n"
+            "com.cnn.www\n"
+            "  contents:                                @ "
+            "1970/01/01-00:00:00.000006\n"
+            "    \"<html>c\"\n"
+            "  contents:                                @ "
+            "1970/01/01-00:00:00.000005\n"
+            "    \"<html>b\"\n"
+            "  contents:                                @ "
+            "1970/01/01-00:00:00.000003\n"
+            "    \"<html>a\"\n"
+            "  anchor:cnnsi.com                         @ "
+            "1970/01/01-00:00:00.000009\n"
+            "    \"CNN\"\n"
+            "  anchor:my.look.ca                        @ "
+            "1970/01/01-00:00:00.000008\n"
+            "    \"CNN.com\"\n");
+}
+
+TEST_F(CommandsTest, LookupOptions) {
+  MakeWebtable();
+  // at=5: versions at or before 5 only.
+  std::string out = Ok({"lookup", "webtable", "com.cnn.www", "at=5",
+                        "columns=contents:", "cells-per-column=1"});
+  EXPECT_THAT(out, HasSubstr("\"<html>b\""));
+  EXPECT_THAT(out, Not(HasSubstr("<html>a")));
+  EXPECT_THAT(out, Not(HasSubstr("anchor")));
+  out = Ok({"lookup", "webtable", "com.cnn.www", "columns=anchor:cnnsi.com"});
+  EXPECT_THAT(out, HasSubstr("\"CNN\""));
+  EXPECT_THAT(out, Not(HasSubstr("CNN.com")));
+  EXPECT_THAT(out, Not(HasSubstr("contents")));
+  // A bare qualifier matches it in any family.
+  out = Ok({"lookup", "webtable", "com.cnn.www", "columns=my.look.ca"});
+  EXPECT_THAT(out, HasSubstr("CNN.com"));
+  EXPECT_THAT(out, Not(HasSubstr("contents")));
+  // ISO-8601 times work too.
+  out = Ok(
+      {"lookup", "webtable", "com.cnn.www", "at=1970-01-01T00:00:00.000004Z"});
+  EXPECT_THAT(out, HasSubstr("<html>a"));
+  EXPECT_THAT(out, Not(HasSubstr("<html>b")));
+
+  Outcome missing = Run({"lookup", "webtable", "com.nope"});
+  EXPECT_EQ(missing.code, kExitFailure);
+  EXPECT_EQ(missing.out, "");
+  EXPECT_THAT(missing.err, HasSubstr("no row com.nope"));
+  EXPECT_EQ(Run({"lookup", "webtable", "r", "at=yesterday"}).code, kExitUsage);
+  EXPECT_EQ(Run({"lookup", "webtable", "r", "cells-per-column=0"}).code,
+            kExitUsage);
+  EXPECT_EQ(Run({"lookup", "webtable"}).code, kExitUsage);
+  EXPECT_EQ(Run({"lookup", "nope", "r"}).code, kExitFailure);
+}
+
+TEST_F(CommandsTest, ReadRangesAndCount) {
+  MakeWebtable();
+  std::string out = Ok({"read", "webtable", "cells-per-column=1"});
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'),
+            3 * 2 + 2 * 2 + 4 + 2 * 2);
+  EXPECT_LT(out.find("com.cnn.www"), out.find("com.example.www"));
+  EXPECT_LT(out.find("com.example.www"), out.find("org.wikipedia.en"));
+  out = Ok({"read", "webtable", "prefix=com."});
+  EXPECT_THAT(out, Not(HasSubstr("org.wikipedia.en")));
+  out = Ok({"read", "webtable", "start=com.example.www", "end=org"});
+  EXPECT_THAT(out, HasSubstr("com.example.www"));
+  EXPECT_THAT(out, Not(HasSubstr("com.cnn.www")));
+  EXPECT_THAT(out, Not(HasSubstr("org.wikipedia.en")));
+  out = Ok({"read", "webtable", "count=2"});
+  EXPECT_THAT(out, HasSubstr("com.example.www"));
+  EXPECT_THAT(out, Not(HasSubstr("org.wikipedia.en")));
+  EXPECT_EQ(Ok({"read", "webtable", "count=0"}), "");
+  EXPECT_EQ(Ok({"count", "webtable"}), "3\n");
+
+  Outcome bad = Run({"read", "webtable", "limit=3"});
+  EXPECT_EQ(bad.code, kExitUsage);
+  EXPECT_THAT(bad.err, HasSubstr("unknown argument 'limit='"));
+  EXPECT_THAT(bad.err, HasSubstr("usage: tabletctl read TABLE"));
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1);
+  EXPECT_EQ(Run({"read", "webtable", "count=-1"}).code, kExitUsage);
+  EXPECT_EQ(Run({"count"}).code, kExitUsage);
+  EXPECT_EQ(Run({"count", "nope"}).code, kExitFailure);
+}
+
+TEST_F(CommandsTest, SetAtSuffixRule) {
+  Ok({"createtable", "customer", "families=Kundenname,ContactInfo"});
+  Ok({"set", "customer", "00001", "ContactInfo:EA=john@example.com",
+      "Kundenname:MN=T@10"});
+  const std::string out = Ok({"lookup", "customer", "00001"});
+  EXPECT_THAT(out, HasSubstr("\"john@example.com\""));
+  EXPECT_THAT(out, HasSubstr("Kundenname:MN                            @ "
+                             "1970/01/01-00:00:00.000010\n    \"T\"\n"));
+}
+
+TEST_F(CommandsTest, SetErrors) {
+  Ok({"createtable", "t", "families=f"});
+  Outcome o = Run({"set", "t", "r", "novalue"});
+  EXPECT_EQ(o.code, kExitUsage);
+  EXPECT_THAT(o.err, HasSubstr("expected FAMILY:QUALIFIER=VALUE[@TS]"));
+  o = Run({"set", "t", "r", "nofamily:q=v"});
+  EXPECT_EQ(o.code, kExitFailure);
+  EXPECT_THAT(o.err, StartsWith("tabletctl set: "));
+  EXPECT_EQ(Run({"set", "t", "r"}).code, kExitUsage);
+  EXPECT_EQ(Run({"set", "nope", "r", "f:q=v"}).code, kExitFailure);
+  // Nothing of a refused mutation is applied.
+  EXPECT_EQ(Run({"set", "t", "r", "f:q=v", "nofamily:q=v"}).code, kExitFailure);
+  EXPECT_EQ(Ok({"count", "t"}), "0\n");
+}
+
+TEST_F(CommandsTest, BinaryAndEmptyQualifierShownEscaped) {
+  Ok({"createtable", "t", "families=f"});
+  Ok({"set", "t", std::string("k\x01\xff", 3), "f:=line1\nline2\t\x02@1"});
+  EXPECT_EQ(Ok({"read", "t"}),
+            "----------------------------------------\n"
+            "\"k\\x01\\xff\"\n"
+            "  f:                                       @ "
+            "1970/01/01-00:00:00.000001\n"
+            "    \"line1\\nline2\\t\\x02\"\n");
+}
+
+TEST_F(CommandsTest, DeleteRowAndAllRows) {
+  MakeWebtable();
+  Ok({"deleterow", "webtable", "com.cnn.www"});
+  EXPECT_EQ(Ok({"count", "webtable"}), "2\n");
+  EXPECT_EQ(Run({"lookup", "webtable", "com.cnn.www"}).code, kExitFailure);
+  Ok({"deleteallrows", "webtable"});
+  EXPECT_EQ(Ok({"count", "webtable"}), "0\n");
+  // The schema stays.
+  EXPECT_THAT(Ok({"ls", "webtable"}), HasSubstr("contents"));
+  EXPECT_EQ(Run({"deleterow", "webtable"}).code, kExitUsage);
+  EXPECT_EQ(Run({"deleteallrows", "nope"}).code, kExitFailure);
+}
+
+TEST_F(CommandsTest, JsonlRoundTripIsLossless) {
+  MakeWebtable();
+  const std::string binary_row("bin\x00\xff", 5);
+  Ok({"set", "webtable", binary_row,
+      std::string("anchor:q\xfe=v\x80\x00@42", 16), "contents:=@43"});
+  const std::string file = TempFile("web.jsonl");
+  EXPECT_EQ(Ok({"export", "webtable", file}),
+            "exported 4 rows (10 cells) to " + file + "\n");
+  std::ifstream in(file);
+  std::string first;
+  std::getline(in, first);
+  EXPECT_EQ(first,
+            "{\"table\":\"webtable\",\"families\":[{\"name\":\"contents\","
+            "\"gcpolicy\":\"maxversions=3\"},{\"name\":\"anchor\","
+            "\"gcpolicy\":\"never\"}]}");
+  std::string second;
+  std::getline(in, second);
+  EXPECT_EQ(second,
+            "{\"row_base64\":\"YmluAP8=\",\"family\":\"contents\","
+            "\"qualifier\":\"\",\"timestamp\":43,\"value\":\"\"}");
+
+  Outcome imported = Run({"import", "copy", file});
+  EXPECT_EQ(imported.code, kExitOk) << imported.err;
+  EXPECT_EQ(imported.out, "imported 4 rows (10 cells) into copy\n");
+  EXPECT_THAT(Ok({"ls", "copy"}), HasSubstr("contents       maxversions=3"));
+  // Same versions, timestamps and bytes.
+  const auto versions = [](const std::string& jsonl) {
+    return jsonl.substr(jsonl.find('\n') + 1);
+  };
+  EXPECT_EQ(versions(Ok({"export", "copy", "format=jsonl"})),
+            versions(Ok({"export", "webtable", "format=jsonl"})));
+  EXPECT_EQ(Ok({"read", "copy"}), Ok({"read", "webtable"}));
+}
+
+TEST_F(CommandsTest, CsvRoundTripNewestValues) {
+  MakeWebtable();
+  Ok({"set", "webtable", "com.empty", "anchor:=", "contents:=x,\"y\"\nz@1"});
+  const std::string csv = Ok({"export", "webtable"});
+  EXPECT_EQ(csv,
+            ",contents,anchor,,,\n"
+            ",,,cnnsi.com,com.cnn.www,my.look.ca\n"
+            "com.cnn.www,<html>c,,CNN,,CNN.com\n"
+            "com.empty,\"x,\"\"y\"\"\nz\",\"\",,,\n"
+            "com.example.www,<html>ex,,,,\n"
+            "org.wikipedia.en,<html>wp,,,Wikipedia,\n");
+  const std::string file = TempFile("web.csv");
+  {
+    std::ofstream f(file);
+    f << csv;
+  }
+  Outcome imported = Run({"import", "copy", file});
+  ASSERT_EQ(imported.code, kExitOk) << imported.err;
+  EXPECT_EQ(imported.out, "imported 4 rows (8 cells) into copy\n");
+  EXPECT_EQ(Ok({"export", "copy", "format=csv"}), csv);
+  // The empty qualifier and the empty value survived.
+  EXPECT_THAT(Ok({"lookup", "copy", "com.empty"}),
+              HasSubstr("  anchor:                                  @ "));
+}
+
+TEST_F(CommandsTest, CsvImportCbtLayout) {
+  // The example of `cbt import --help`.
+  const std::string file = TempFile("cbt.csv");
+  {
+    std::ofstream f(file);
+    f << ",column-family-1,,column-family-2,\n"
+         ",column-qualifier-1,column-qualifier-2,column-qualifier-3,"
+         "column-qualifier-4\n"
+         "a,TRUE,,,FALSE\n"
+         "b,,,TRUE,FALSE\n";
+  }
+  Outcome o = Run({"import", "t", file, "format=csv"});
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("created table 't'"));
+  EXPECT_EQ(o.out, "imported 2 rows (4 cells) into t\n");
+  std::string out = Ok({"lookup", "t", "a"});
+  EXPECT_THAT(out, HasSubstr("column-family-1:column-qualifier-1"));
+  EXPECT_THAT(out, HasSubstr("column-family-2:column-qualifier-4"));
+  out = Ok({"lookup", "t", "b"});
+  EXPECT_THAT(out, HasSubstr("column-family-2:column-qualifier-3"));
+
+  // column-family=: only the qualifier header.
+  const std::string single = TempFile("single.csv");
+  {
+    std::ofstream f(single);
+    f << ",FN,LN\n00001,John,Smith\n";
+  }
+  o = Run({"import", "customer", single, "column-family=Kundenname"});
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  EXPECT_THAT(Ok({"lookup", "customer", "00001"}), HasSubstr("Kundenname:LN"));
+}
+
+TEST_F(CommandsTest, ImportErrors) {
+  Outcome o = Run({"import", "t", TempFile("missing.csv")});
+  EXPECT_EQ(o.code, kExitFailure);
+  EXPECT_THAT(o.err, HasSubstr("cannot open"));
+  EXPECT_EQ(Run({"import", "t"}).code, kExitUsage);
+  EXPECT_EQ(Run({"import", "t", "x", "format=xml"}).code, kExitUsage);
+  EXPECT_EQ(Run({"import", "bad/name", "x"}).code, kExitUsage);
+
+  const std::string csv = TempFile("bad.csv");
+  {
+    std::ofstream f(csv);
+    f << ",f\n,q\nr1,v\nr2,v,extra\n";
+  }
+  o = Run({"import", "t", csv});
+  EXPECT_EQ(o.code, kExitFailure);
+  EXPECT_THAT(o.err, HasSubstr(csv + ":4: 3 fields"));
+
+  const std::string jsonl = TempFile("bad.jsonl");
+  {
+    std::ofstream f(jsonl);
+    f << "{\"row\":\"r\",\"family\":\"f\",\"value\":\"v\"}\n"
+         "{\"row\":\"r\",\"family\":\"f\",\"timestamp\":\"x\"}\n";
+  }
+  o = Run({"import", "t", jsonl});
+  EXPECT_EQ(o.code, kExitFailure);
+  EXPECT_THAT(o.err, HasSubstr(jsonl + ":2: "));
+  EXPECT_THAT(o.err, HasSubstr("timestamp"));
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1);
+}
+
+TEST_F(CommandsTest, ExportErrorsAndAt) {
+  MakeWebtable();
+  EXPECT_EQ(Run({"export", "nope"}).code, kExitFailure);
+  EXPECT_EQ(Run({"export", "webtable", "format=xml"}).code, kExitUsage);
+  EXPECT_EQ(Run({"export"}).code, kExitUsage);
+  Outcome o = Run({"export", "webtable", dir_ + "/no/such/dir/x.csv"});
+  EXPECT_EQ(o.code, kExitFailure);
+  EXPECT_THAT(o.err, HasSubstr("cannot create"));
+  const std::string at5 = Ok({"export", "webtable", "at=5", "format=jsonl"});
+  EXPECT_THAT(at5, HasSubstr("\"timestamp\":5"));
+  EXPECT_THAT(at5, Not(HasSubstr("\"timestamp\":6")));
+}
+
+TEST_F(CommandsTest, MaintenanceCommands) {
+  MakeWebtable();
+  EXPECT_THAT(Ok({"compact"}), StartsWith("compacted: "));
+  EXPECT_THAT(Ok({"check"}), StartsWith("ok: "));
+  EXPECT_THAT(Ok({"stats"}), HasSubstr("memtable_bytes "));
+  EXPECT_EQ(Run({"stats", "x"}).code, kExitUsage);
+  EXPECT_EQ(Run({"compact", "x"}).code, kExitUsage);
+  EXPECT_EQ(Run({"check", "x"}).code, kExitUsage);
+  // Data survives compaction and reopening.
+  Reopen();
+  EXPECT_EQ(Ok({"count", "webtable"}), "3\n");
+}
+
+TEST_F(CommandsTest, HelpAndUnknownCommands) {
+  for (const Command& c : Commands()) {
+    Outcome o = Run({std::string(c.name), "--help"});
+    EXPECT_EQ(o.code, kExitOk) << c.name;
+    EXPECT_THAT(o.out, StartsWith("usage: tabletctl [-d DATADIR] " +
+                                  std::string(c.name)));
+  }
+  Outcome o = Run({"frobnicate"});
+  EXPECT_EQ(o.code, kExitUsage);
+  EXPECT_THAT(o.err, HasSubstr("unknown command 'frobnicate'"));
+}
+
+}  // namespace
+}  // namespace tabletfs::cli

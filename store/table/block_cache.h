@@ -2,7 +2,9 @@
 // blocks, keyed by (cache_id, block offset), shared by every open table of a
 // database.
 //
-// Capacity is in bytes; an entry's charge is its decoded size. Entries are
+// Capacity is in bytes; an entry's charge is its decoded size. The cache is
+// 16 shards of capacity/16 bytes each, so a block larger than capacity/16 is
+// never cached. Entries are
 // std::shared_ptr<const Block>: an iterator positioned in a block holds a
 // reference, so eviction never invalidates a block in use (such a block costs
 // memory beyond the capacity until the iterator moves on).

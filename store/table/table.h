@@ -48,7 +48,8 @@ class Table : public std::enable_shared_from_this<Table> {
   // order. It holds a reference to this Table. fill_cache=false: blocks read
   // from the file are not added to the block cache (compactions, scans that
   // should not flush the cache). A block that fails to read or verify makes
-  // the iterator !Valid() with that status; it never skips a bad block.
+  // the iterator !Valid() with that status; it never skips a bad block, and
+  // the error is sticky (later Seeks leave it !Valid()).
   std::unique_ptr<Iterator> NewIterator(bool fill_cache = true) const;
 
   // False only when no key added to the table had `filter_key` among its

@@ -1,0 +1,280 @@
+#include "fs/dir_handle.h"
+
+#include <errno.h>
+
+#include <algorithm>
+
+#include "fs/names.h"
+
+namespace tabletfs::fs {
+namespace {
+
+// The exclusive end of the scan range holding exactly `row`.
+std::string RowEnd(std::string_view row) {
+  std::string end(row);
+  end.push_back('\0');
+  return end;
+}
+
+}  // namespace
+
+DirHandle::DirHandle(DB* db, EphemeralDirs* ephemeral, Node dir)
+    : db_(db), ephemeral_(ephemeral), dir_(std::move(dir)) {}
+
+void DirHandle::Remember(const Position& pos) {
+  remembered_.push_back(pos);
+  while (remembered_.size() > kRememberedEntries) remembered_.pop_front();
+}
+
+FsError DirHandle::Reposition(const Position& pos) {
+  last_ = pos;
+  scanner_positioned_ = false;
+  if (pos.offset == 0) {
+    // A new pass (opendir or rewinddir) sees the current state.
+    remembered_.clear();
+    names_loaded_ = false;
+    scanner_.reset();
+  }
+  return FsError::Ok();
+}
+
+FsError DirHandle::Read(off_t offset,
+                        const std::function<bool(const DirEntry&)>& emit) {
+  MutexLock lock(&mu_);
+  if (offset == 0) {
+    TABLETFS_FS_RETURN_IF_ERROR(Reposition(Position()));
+  } else if (offset != last_.offset) {
+    auto it = std::find_if(
+        remembered_.begin(), remembered_.end(),
+        [offset](const Position& p) { return p.offset == offset; });
+    if (it == remembered_.end()) {
+      return FsError::Of(EINVAL, "readdir of " + dir_.DebugPath() +
+                                     ": offset " + std::to_string(offset) +
+                                     " was not returned recently");
+    }
+    TABLETFS_FS_RETURN_IF_ERROR(Reposition(*it));
+  }
+  for (;;) {
+    DirEntry e;
+    Position next;
+    next.offset = last_.offset + 1;
+    if (last_.offset == 0) {
+      e.name = ".";
+      e.is_dot = true;
+      next.phase = Phase::kDot;
+    } else if (last_.phase == Phase::kDot) {
+      e.name = "..";
+      e.is_dot = true;
+      next.phase = Phase::kDotDot;
+    } else {
+      std::optional<DirEntry> entry;
+      TABLETFS_FS_RETURN_IF_ERROR(NextEntry(&entry));
+      if (!entry.has_value()) return FsError::Ok();
+      e = std::move(*entry);
+      next.phase = Phase::kEntries;
+      switch (e.node.kind) {
+        case NodeKind::kTable:
+        case NodeKind::kSchemaTable:
+          next.key = e.node.table;
+          break;
+        case NodeKind::kRow:
+          next.key = e.node.row;
+          break;
+        case NodeKind::kFamily:
+        case NodeKind::kSchemaFamily:
+          next.key = e.node.family;
+          break;
+        default:
+          next.key = e.node.qualifier;
+          break;
+      }
+    }
+    e.offset = next.offset;
+    if (!emit(e)) return FsError::Ok();
+    last_ = std::move(next);
+    Remember(last_);
+  }
+}
+
+FsError DirHandle::LoadNames() {
+  names_.clear();
+  switch (dir_.kind) {
+    case NodeKind::kRoot:
+    case NodeKind::kSchemaRoot: {
+      auto tables = db_->ListTables();
+      if (!tables.ok()) return FsErrorFromStatus(tables.status());
+      for (const std::string& t : *tables) {
+        DirEntry e;
+        e.name = t;
+        e.node.kind = dir_.kind == NodeKind::kRoot ? NodeKind::kTable
+                                                   : NodeKind::kSchemaTable;
+        e.node.table = t;
+        names_.push_back(std::move(e));
+      }
+      break;
+    }
+    case NodeKind::kSchemaTable: {
+      auto families = db_->ListFamilies(dir_.table);
+      if (!families.ok()) return FsErrorFromStatus(families.status());
+      for (const FamilyInfo& f : *families) {
+        DirEntry e;
+        e.name = f.name;
+        e.node.kind = NodeKind::kSchemaFamily;
+        e.node.table = dir_.table;
+        e.node.family = f.name;
+        e.settings = f.settings;
+        names_.push_back(std::move(e));
+      }
+      break;
+    }
+    case NodeKind::kRow: {
+      auto families = db_->ListFamilies(dir_.table);
+      if (!families.ok()) return FsErrorFromStatus(families.status());
+      ScanOptions so;
+      so.start_row = dir_.row;
+      so.end_row = RowEnd(dir_.row);
+      auto scanner = db_->NewScanner(dir_.table, so);
+      if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
+      std::vector<std::string> ephemeral =
+          ephemeral_->Families(dir_.table, dir_.row);
+      for (const FamilyInfo& f : *families) {
+        (*scanner)->Seek(dir_.row, f.name);
+        bool has_cells = (*scanner)->Valid() && (*scanner)->row() == dir_.row &&
+                         (*scanner)->family() == f.name;
+        if (!(*scanner)->status().ok()) {
+          return FsErrorFromStatus((*scanner)->status());
+        }
+        if (!has_cells && std::find(ephemeral.begin(), ephemeral.end(),
+                                    f.name) == ephemeral.end()) {
+          continue;
+        }
+        DirEntry e;
+        e.name = f.name;
+        e.node.kind = NodeKind::kFamily;
+        e.node.table = dir_.table;
+        e.node.row = dir_.row;
+        e.node.family = f.name;
+        e.settings = f.settings;
+        names_.push_back(std::move(e));
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  std::sort(
+      names_.begin(), names_.end(),
+      [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  names_loaded_ = true;
+  return FsError::Ok();
+}
+
+FsError DirHandle::NextEntry(std::optional<DirEntry>* out) {
+  out->reset();
+  switch (dir_.kind) {
+    case NodeKind::kTable:
+      return NextRowEntry(out);
+    case NodeKind::kFamily:
+      return NextQualifierEntry(out);
+    case NodeKind::kCell:
+    case NodeKind::kSchemaFamily:
+      return FsError::Of(ENOTDIR, dir_.DebugPath() + " is a file");
+    default:
+      break;
+  }
+  if (!names_loaded_) TABLETFS_FS_RETURN_IF_ERROR(LoadNames());
+  // Names are unique and sorted: the first one after the last key.
+  auto it = names_.begin();
+  if (last_.phase == Phase::kEntries) {
+    it = std::upper_bound(
+        names_.begin(), names_.end(), last_.key,
+        [](const std::string& k, const DirEntry& e) { return k < e.name; });
+  }
+  if (it != names_.end()) *out = *it;
+  return FsError::Ok();
+}
+
+FsError DirHandle::NextRowEntry(std::optional<DirEntry>* out) {
+  const bool after = last_.phase == Phase::kEntries;
+  if (!scanner_) {
+    ScanOptions so;
+    so.read.max_versions = 1;
+    auto scanner = db_->NewScanner(dir_.table, so);
+    if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
+    scanner_ = std::move(scanner).value();
+    scanner_positioned_ = false;
+  }
+  if (!scanner_positioned_) {
+    if (after) {
+      scanner_->Seek(last_.key);
+    } else {
+      scanner_->SeekToFirst();
+    }
+    scanner_positioned_ = true;
+  }
+  while (after && scanner_->Valid() &&
+         std::string_view(scanner_->row()) <= std::string_view(last_.key)) {
+    scanner_->NextRow();
+  }
+  if (!scanner_->status().ok()) return FsErrorFromStatus(scanner_->status());
+  std::optional<std::string> row;
+  if (scanner_->Valid()) row = std::string(scanner_->row());
+  std::optional<std::string> made =
+      ephemeral_->NextRow(dir_.table, last_.key, after);
+  if (made.has_value() && (!row.has_value() || *made < *row)) row = made;
+  if (!row.has_value()) return FsError::Ok();
+  DirEntry e;
+  e.name = ShownName(*row);
+  e.node.kind = NodeKind::kRow;
+  e.node.table = dir_.table;
+  e.node.row = std::move(*row);
+  *out = std::move(e);
+  return FsError::Ok();
+}
+
+FsError DirHandle::NextQualifierEntry(std::optional<DirEntry>* out) {
+  const bool after = last_.phase == Phase::kEntries;
+  if (!scanner_) {
+    ScanOptions so;
+    so.read.max_versions = 1;
+    so.read.families = {dir_.family};
+    so.start_row = dir_.row;
+    so.end_row = RowEnd(dir_.row);
+    auto scanner = db_->NewScanner(dir_.table, so);
+    if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
+    scanner_ = std::move(scanner).value();
+    scanner_positioned_ = false;
+    auto settings = db_->GetFamily(dir_.table, dir_.family);
+    if (!settings.ok()) return FsErrorFromStatus(settings.status());
+    family_settings_ = *settings;
+  }
+  if (!scanner_positioned_) {
+    scanner_->Seek(dir_.row, dir_.family, after ? last_.key : std::string());
+    scanner_positioned_ = true;
+  }
+  while (after && scanner_->Valid() && scanner_->row() == dir_.row &&
+         scanner_->family() == dir_.family &&
+         std::string_view(scanner_->qualifier()) <=
+             std::string_view(last_.key)) {
+    scanner_->NextColumn();
+  }
+  if (!scanner_->status().ok()) return FsErrorFromStatus(scanner_->status());
+  if (!scanner_->Valid() || scanner_->row() != dir_.row ||
+      scanner_->family() != dir_.family) {
+    return FsError::Ok();
+  }
+  DirEntry e;
+  e.node.kind = NodeKind::kCell;
+  e.node.table = dir_.table;
+  e.node.row = dir_.row;
+  e.node.family = dir_.family;
+  e.node.qualifier = std::string(scanner_->qualifier());
+  e.name = ShownName(e.node.qualifier);
+  e.size = scanner_->value_size();
+  e.timestamp = scanner_->timestamp();
+  e.settings = family_settings_;
+  *out = std::move(e);
+  return FsError::Ok();
+}
+
+}  // namespace tabletfs::fs

@@ -1,0 +1,106 @@
+// DirHandle: one open directory, listed in a stream (DESIGN.md, issue 4
+// "readdir"). Offsets are a per-handle counter: "." is 1, ".." is 2, the
+// n-th entry after them is n + 2. The handle remembers the key of the
+// entries it returned recently and resumes by seeking past the key of the
+// offset the kernel resumes from, so rows added or removed during a listing
+// never make it skip or repeat, and memory stays bounded however many rows
+// the table has (the store's Scanner streams; only kRememberedEntries keys
+// are kept).
+//
+// Listing order: tables, rows and qualifiers in byte order (a row listing
+// merges the directories made by mkdir); families (in a row and in
+// `.schema/TABLE`) by name.
+//
+// Thread safety: Read() may be called from any thread; calls on one handle
+// are serialized by its mutex. REQUIRES: the DB outlives the handle.
+#ifndef TABLETFS_FS_DIR_HANDLE_H_
+#define TABLETFS_FS_DIR_HANDLE_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fs/ephemeral_dirs.h"
+#include "fs/errors.h"
+#include "fs/path_map.h"
+#include "store/db.h"
+#include "store/util/mutex.h"
+
+namespace tabletfs::fs {
+
+struct DirEntry {
+  std::string name;
+  // Offset the kernel passes back to continue after this entry.
+  off_t offset = 0;
+  // "." and "..": no node, no lookup count.
+  bool is_dot = false;
+  Node node;
+  // Cells only: newest version's size and timestamp.
+  uint64_t size = 0;
+  int64_t timestamp = 0;
+  // Family directories and cells: the family's settings.
+  std::optional<FamilySettings> settings;
+};
+
+class DirHandle {
+ public:
+  static constexpr size_t kRememberedEntries = 4096;
+
+  DirHandle(DB* db, EphemeralDirs* ephemeral, Node dir);
+  DirHandle(const DirHandle&) = delete;
+  DirHandle& operator=(const DirHandle&) = delete;
+
+  // Calls `emit` for each entry after kernel offset `offset`, until emit
+  // returns false (the entry did not fit: it is not consumed) or the
+  // directory ends. EINVAL for an offset this handle never returned or has
+  // forgotten; a store error as its errno.
+  FsError Read(off_t offset, const std::function<bool(const DirEntry&)>& emit);
+
+  const Node& dir() const { return dir_; }
+
+ private:
+  enum class Phase { kDot, kDotDot, kEntries };
+  struct Position {
+    off_t offset = 0;
+    Phase phase = Phase::kDot;
+    // Phase kEntries: the key (table, row, family or qualifier) returned.
+    std::string key;
+  };
+
+  // Positions the stream after `pos` (pos.offset == 0: at the start).
+  FsError Reposition(const Position& pos) REQUIRES(mu_);
+  // The next entry of the kEntries phase after last_ (nullopt at the end).
+  FsError NextEntry(std::optional<DirEntry>* out) REQUIRES(mu_);
+  FsError NextRowEntry(std::optional<DirEntry>* out) REQUIRES(mu_);
+  FsError NextQualifierEntry(std::optional<DirEntry>* out) REQUIRES(mu_);
+  FsError LoadNames() REQUIRES(mu_);
+  void Remember(const Position& pos) REQUIRES(mu_);
+
+  DB* const db_;
+  EphemeralDirs* const ephemeral_;
+  const Node dir_;
+
+  Mutex mu_;
+  // Where the stream stands: the last entry handed out and consumed.
+  Position last_ GUARDED_BY(mu_);
+  std::deque<Position> remembered_ GUARDED_BY(mu_);
+  // Root, `.schema`, `.schema/TABLE` and row listings: the names (sorted),
+  // loaded at the start of each pass.
+  std::vector<DirEntry> names_ GUARDED_BY(mu_);
+  bool names_loaded_ GUARDED_BY(mu_) = false;
+  // Table and family listings: a scanner positioned at the first row or
+  // cell after last_.key, when scanner_positioned_.
+  std::unique_ptr<Scanner> scanner_ GUARDED_BY(mu_);
+  bool scanner_positioned_ GUARDED_BY(mu_) = false;
+  std::optional<FamilySettings> family_settings_ GUARDED_BY(mu_);
+};
+
+}  // namespace tabletfs::fs
+
+#endif  // TABLETFS_FS_DIR_HANDLE_H_

@@ -1,0 +1,85 @@
+#include "fs/file_handle.h"
+
+#include <errno.h>
+
+namespace tabletfs::fs {
+
+FileHandle::FileHandle(uint64_t ino, Node node, Mode mode, std::string initial,
+                       bool fresh, size_t max_value_bytes)
+    : ino_(ino),
+      node_(std::move(node)),
+      mode_(mode),
+      max_value_bytes_(max_value_bytes) {
+  MutexLock lock(&mu_);
+  if (mode_ != Mode::kAppend) buffer_ = std::move(initial);
+  fresh_ = fresh && mode_ != Mode::kRead;
+}
+
+std::string FileHandle::Read(off_t offset, size_t size) const {
+  if (offset < 0 || static_cast<uint64_t>(offset) >= buffer_.size()) return {};
+  return buffer_.substr(static_cast<size_t>(offset), size);
+}
+
+FsError FileHandle::Write(off_t offset, std::string_view data) {
+  if (!failed_.ok()) {
+    return FsError::Of(
+        EIO, "an earlier commit of this file failed: " + failed_.reason);
+  }
+  if (mode_ == Mode::kRead) {
+    return FsError::Of(EBADF, "write to a read-only handle");
+  }
+  uint64_t end = mode_ == Mode::kAppend
+                     ? buffer_.size() + data.size()
+                     : static_cast<uint64_t>(offset) + data.size();
+  if (offset < 0 || end > max_value_bytes_) {
+    refused_ = true;
+    return FsError::Of(
+        EFBIG, "a value may hold at most " + std::to_string(max_value_bytes_) +
+                   " bytes; this write would end at " + std::to_string(end));
+  }
+  if (mode_ == Mode::kAppend) {
+    buffer_.append(data);
+  } else {
+    if (end > buffer_.size()) buffer_.resize(end);
+    buffer_.replace(static_cast<size_t>(offset), data.size(), data);
+  }
+  dirty_ = true;
+  return FsError::Ok();
+}
+
+FsError FileHandle::Truncate(uint64_t size) {
+  if (mode_ == Mode::kRead) {
+    return FsError::Of(EBADF, "truncate through a read-only handle");
+  }
+  if (size > max_value_bytes_) {
+    refused_ = true;
+    return FsError::Of(EFBIG, "a value may hold at most " +
+                                  std::to_string(max_value_bytes_) + " bytes");
+  }
+  if (mode_ == Mode::kAppend) {
+    // Truncating an append handle means "truncate the cell" only when it
+    // empties it; the open-time O_TRUNC path covers `>>` never truncating.
+    if (size == 0) {
+      buffer_.clear();
+      fresh_ = true;
+    }
+    return FsError::Ok();
+  }
+  buffer_.resize(size);
+  dirty_ = true;
+  return FsError::Ok();
+}
+
+bool FileHandle::NeedsCommit() const {
+  if (refused_ || mode_ == Mode::kRead) return false;
+  return dirty_ || fresh_;
+}
+
+void FileHandle::Committed() {
+  dirty_ = false;
+  fresh_ = false;
+  pending_timestamp_.reset();
+  if (mode_ == Mode::kAppend) buffer_.clear();
+}
+
+}  // namespace tabletfs::fs

@@ -1,0 +1,95 @@
+// FileHandle: one open cell (or `.schema` file), DESIGN.md "Writing".
+//
+// A write handle holds the whole value in a buffer: it starts from the
+// newest value (empty with O_TRUNC or when created), and random writes,
+// truncates and reads go to the buffer as on a regular file. The buffer is
+// committed as one new version by the caller (fs/fuse_ops.cc) on FLUSH when
+// the handle wrote since its last commit, and on RELEASE for what is left. A
+// handle that created or truncated the file and wrote nothing commits an
+// empty value. An O_APPEND handle keeps only the bytes written since its
+// last commit and commits them through the store's atomic append. A handle
+// whose write was refused commits nothing.
+//
+// A read handle holds the bytes of the version it opened.
+//
+// Thread safety: the caller holds mu() around every method but the
+// accessors of const members.
+#ifndef TABLETFS_FS_FILE_HANDLE_H_
+#define TABLETFS_FS_FILE_HANDLE_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "fs/errors.h"
+#include "fs/path_map.h"
+#include "store/util/mutex.h"
+
+namespace tabletfs::fs {
+
+class FileHandle {
+ public:
+  enum class Mode { kRead, kWrite, kAppend };
+
+  // `initial`: the value the handle starts from (ignored for kAppend).
+  // `fresh`: the open created or truncated the file.
+  FileHandle(uint64_t ino, Node node, Mode mode, std::string initial,
+             bool fresh, size_t max_value_bytes);
+  FileHandle(const FileHandle&) = delete;
+  FileHandle& operator=(const FileHandle&) = delete;
+
+  uint64_t ino() const { return ino_; }
+  const Node& node() const { return node_; }
+  Mode mode() const { return mode_; }
+  bool writable() const { return mode_ != Mode::kRead; }
+  Mutex* mu() RETURN_CAPABILITY(mu_) { return &mu_; }
+
+  // Reads up to `size` bytes at `offset` of the buffer (for kAppend: of the
+  // bytes not committed yet, which is all such a handle has).
+  std::string Read(off_t offset, size_t size) const REQUIRES(mu_);
+  // EFBIG past the value limit (the handle then commits nothing).
+  FsError Write(off_t offset, std::string_view data) REQUIRES(mu_);
+  FsError Truncate(uint64_t size) REQUIRES(mu_);
+
+  // Whether a commit is due: wrote since the last commit, or fresh and never
+  // committed; never after a refused write.
+  bool NeedsCommit() const REQUIRES(mu_);
+  // The bytes to commit (the whole value, or for kAppend the appended data).
+  const std::string& buffer() const REQUIRES(mu_) { return buffer_; }
+  // The commit succeeded: nothing is due until the next write.
+  void Committed() REQUIRES(mu_);
+  // The size a stat through this handle shows.
+  uint64_t size() const REQUIRES(mu_) { return buffer_.size(); }
+  // Set when a commit failed: later writes report EIO.
+  void SetFailed(FsError error) REQUIRES(mu_) { failed_ = std::move(error); }
+  // A utimensat while data is pending: the timestamp the next commit uses
+  // when it stays newer than the cell's newest version (cp -a sets times
+  // before it closes).
+  void SetPendingTimestamp(int64_t micros) REQUIRES(mu_) {
+    pending_timestamp_ = micros;
+  }
+  std::optional<int64_t> pending_timestamp() const REQUIRES(mu_) {
+    return pending_timestamp_;
+  }
+
+ private:
+  const uint64_t ino_;
+  const Node node_;
+  const Mode mode_;
+  const size_t max_value_bytes_;
+
+  mutable Mutex mu_;
+  std::string buffer_ GUARDED_BY(mu_);
+  bool dirty_ GUARDED_BY(mu_) = false;
+  bool fresh_ GUARDED_BY(mu_) = false;
+  bool refused_ GUARDED_BY(mu_) = false;
+  FsError failed_ GUARDED_BY(mu_);
+  std::optional<int64_t> pending_timestamp_ GUARDED_BY(mu_);
+};
+
+}  // namespace tabletfs::fs
+
+#endif  // TABLETFS_FS_FILE_HANDLE_H_

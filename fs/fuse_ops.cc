@@ -1,0 +1,1702 @@
+// The FUSE low-level callbacks: every request of the kernel, mapped onto the
+// store as DESIGN.md "The filesystem namespace" says. Only this file (and
+// fs/invalidator.cc) includes fuse_lowlevel.h.
+//
+// Each callback resolves its inode to a Node (fs/path_map.h), decides with
+// the store, and replies once. A refusal is an FsError: its errno goes to
+// the kernel and its reason to the log (failed lookups at debug level).
+// Nothing throws; locks are released before replying (see the lock order in
+// fs/inode_table.h).
+#define FUSE_USE_VERSION 314
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <stdio.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fs/dir_handle.h"
+#include "fs/ephemeral_dirs.h"
+#include "fs/errors.h"
+#include "fs/file_handle.h"
+#include "fs/inode_table.h"
+#include "fs/invalidator.h"
+#include "fs/log.h"
+#include "fs/names.h"
+#include "fs/path_map.h"
+#include "fs/schema_text.h"
+#include "fs/session.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+namespace tabletfs::fs {
+namespace {
+
+// Through the filesystem, `Q@T` may be at most this far in the future.
+constexpr int64_t kFutureLimitMicros = 3600LL * 1000 * 1000;
+
+int64_t NowMicros() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+struct timespec MicrosToTimespec(int64_t micros) {
+  struct timespec ts;
+  int64_t sec = micros / 1000000;
+  int64_t rem = micros % 1000000;
+  if (rem < 0) {
+    rem += 1000000;
+    sec--;
+  }
+  ts.tv_sec = static_cast<time_t>(sec);
+  ts.tv_nsec = static_cast<long>(rem * 1000);
+  return ts;
+}
+
+int64_t TimespecToMicros(const struct timespec& ts) {
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+std::string RowEnd(std::string_view row) {
+  std::string end(row);
+  end.push_back('\0');
+  return end;
+}
+
+mode_t FileMode(const FamilySettings& s) { return S_IFREG | (s.mode & 07777); }
+
+// Directories get the family's mode plus x wherever r is set.
+mode_t DirMode(const FamilySettings& s) {
+  mode_t m = s.mode & 0777;
+  m |= (m & 0444) >> 2;
+  return S_IFDIR | m;
+}
+
+// The newest visible version of one cell (at T for `Q@T`).
+struct CellVersion {
+  bool exists = false;
+  int64_t timestamp = 0;
+  std::string value;
+};
+
+}  // namespace
+
+class Filesystem {
+ public:
+  Filesystem(DB* db, const SessionOptions& options)
+      : db_(db),
+        options_(options),
+        uid_(getuid()),
+        gid_(getgid()),
+        start_time_(NowMicros()) {}
+
+  ~Filesystem() { Stop(); }
+
+  void Start(fuse_session* se) {
+    invalidator_ = std::make_unique<Invalidator>(se);
+  }
+
+  // Commits what open files still hold (as RELEASE would) and drops every
+  // handle, so nothing refers to the store after the session ends.
+  void Stop() {
+    std::vector<std::shared_ptr<FileHandle>> files;
+    {
+      MutexLock lock(&handles_mu_);
+      for (auto& [ptr, h] : files_) files.push_back(h);
+      files_.clear();
+      dirs_.clear();
+    }
+    for (auto& h : files) {
+      MutexLock lock(h->mu());
+      if (h->NeedsCommit()) {
+        FsError e = Commit(*h);
+        if (!e.ok()) {
+          Log(LogLevel::kError, "commit of " + h->node().DebugPath() +
+                                    " at unmount failed: " + e.ToString());
+        }
+      }
+    }
+    invalidator_.reset();
+  }
+
+  // ---- Callbacks ----
+  void Init(fuse_conn_info* conn);
+  void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name);
+  void Forget(fuse_ino_t ino, uint64_t nlookup) {
+    inodes_.Forget(ino, nlookup);
+  }
+  void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
+               fuse_file_info* fi);
+  void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode);
+  void Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name);
+  void Unlink(fuse_req_t req, fuse_ino_t parent, const char* name);
+  void Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
+              fuse_ino_t newparent, const char* newname, unsigned flags);
+  void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+              fuse_file_info* fi);
+  void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+            fuse_file_info* fi);
+  void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size,
+             off_t off, fuse_file_info* fi);
+  void Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi);
+  void OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+               fuse_file_info* fi, bool plus);
+  void ReleaseDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+  void FsyncDir(fuse_req_t req, fuse_ino_t ino, int datasync,
+                fuse_file_info* fi);
+  void StatFs(fuse_req_t req, fuse_ino_t ino);
+
+  void Refuse(fuse_req_t req, const char* op, const std::string& what,
+              const FsError& e) {
+    LogLevel level = e.err == ENOENT ? LogLevel::kDebug : LogLevel::kInfo;
+    if (LogEnabled(level)) {
+      LogRefusal(level, std::string(op) + " " + what + ": " + e.ToString());
+    }
+    fuse_reply_err(req, e.err);
+  }
+
+ private:
+  // The node of an inode the kernel names; ENOENT for one we freed (the
+  // kernel never does that when it counts right).
+  FsError NodeOf(fuse_ino_t ino, Node* out) {
+    std::optional<Node> n = inodes_.Get(ino);
+    if (!n.has_value()) {
+      return FsError::Of(ENOENT, "unknown inode " + std::to_string(ino));
+    }
+    *out = std::move(*n);
+    return FsError::Ok();
+  }
+
+  // Parses `name` in `parent` and resolves a hashed (long) name to its key.
+  FsError Resolve(const Node& parent, std::string_view name, Node* out,
+                  bool* hashed = nullptr);
+  FsError ResolveHashedRow(const Node& parent, const ParsedName& parsed,
+                           std::string* row);
+  FsError ResolveHashedQualifier(const Node& parent, const ParsedName& parsed,
+                                 std::string* qualifier);
+
+  // Existence and attributes of a node, from the store (and the open files
+  // for cells created but not yet committed).
+  FsError Stat(const Node& node, fuse_ino_t ino, struct stat* st);
+  void DirStat(fuse_ino_t ino, mode_t mode, uid_t uid, gid_t gid,
+               struct stat* st) {
+    std::memset(st, 0, sizeof(*st));
+    st->st_ino = ino;
+    st->st_mode = mode;
+    st->st_nlink = 1;  // so that find never skips a directory
+    st->st_uid = uid;
+    st->st_gid = gid;
+    st->st_blksize = 4096;
+    st->st_atim = st->st_mtim = st->st_ctim = MicrosToTimespec(start_time_);
+  }
+  void FileStat(fuse_ino_t ino, const FamilySettings& s, uint64_t size,
+                int64_t timestamp, struct stat* st) {
+    std::memset(st, 0, sizeof(*st));
+    st->st_ino = ino;
+    st->st_mode = FileMode(s);
+    st->st_nlink = 1;
+    st->st_uid = s.owner_uid;
+    st->st_gid = s.owner_gid;
+    st->st_size = static_cast<off_t>(size);
+    st->st_blocks = static_cast<blkcnt_t>((size + 511) / 512);
+    st->st_blksize = 4096;
+    st->st_atim = st->st_mtim = st->st_ctim = MicrosToTimespec(timestamp);
+  }
+  void EntryStat(const DirEntry& de, fuse_ino_t ino, struct stat* st);
+
+  FsError TableExists(std::string_view table);
+  FsError RowHasCells(const Node& row_node, bool* has);
+  FsError FamilyHasCells(const Node& family_node, bool* has);
+  FsError ReadVersion(const Node& cell, CellVersion* out);
+
+  // Fills an entry reply for `node`, counting one lookup.
+  FsError MakeEntry(const Node& node, fuse_entry_param* e);
+  double EntryTimeout(const Node& node) const {
+    return node.at.has_value() ? 0.0 : options_.entry_timeout;
+  }
+  double AttrTimeout(const Node& node) const {
+    return node.at.has_value() ? 0.0 : options_.attr_timeout;
+  }
+
+  FsError Commit(FileHandle& h) REQUIRES(h.mu());
+  FsError CommitSchema(FileHandle& h) REQUIRES(h.mu());
+  FsError Restamp(const Node& cell, int64_t micros, fuse_ino_t ino);
+  FsError TruncateCell(const Node& cell, uint64_t size, fuse_ino_t ino);
+  FsError CheckSpace();
+  FsError CheckFuture(const Node& node) {
+    if (node.at.has_value() && *node.at > NowMicros() + kFutureLimitMicros) {
+      return FsError::Of(EINVAL,
+                         "a version may be written at most one hour "
+                         "in the future: " +
+                             node.DebugPath());
+    }
+    return FsError::Ok();
+  }
+  FsError CheckSchemaOwner(fuse_req_t req, const FamilySettings& s,
+                           const Node& node) {
+    const fuse_ctx* ctx = fuse_req_ctx(req);
+    if (ctx->uid == 0 || ctx->uid == s.owner_uid) return FsError::Ok();
+    return FsError::Of(
+        EACCES, "uid " + std::to_string(ctx->uid) + " is not the owner (uid " +
+                    std::to_string(s.owner_uid) + ") of " + node.DebugPath());
+  }
+
+  std::shared_ptr<FileHandle> FileOf(fuse_file_info* fi) {
+    MutexLock lock(&handles_mu_);
+    auto it = files_.find(reinterpret_cast<FileHandle*>(fi->fh));
+    return it == files_.end() ? nullptr : it->second;
+  }
+  DirHandle* DirOf(fuse_file_info* fi) {
+    MutexLock lock(&handles_mu_);
+    auto it = dirs_.find(reinterpret_cast<DirHandle*>(fi->fh));
+    return it == dirs_.end() ? nullptr : it->second.get();
+  }
+  std::vector<std::shared_ptr<FileHandle>> WritersOf(fuse_ino_t ino) {
+    std::vector<std::shared_ptr<FileHandle>> out;
+    MutexLock lock(&handles_mu_);
+    for (auto& [ptr, h] : files_) {
+      if (h->ino() == ino && h->writable()) out.push_back(h);
+    }
+    return out;
+  }
+  void AddFile(std::shared_ptr<FileHandle> h, fuse_file_info* fi) {
+    fi->fh = reinterpret_cast<uint64_t>(h.get());
+    MutexLock lock(&handles_mu_);
+    files_.emplace(h.get(), std::move(h));
+  }
+  std::shared_ptr<FileHandle> OpenHandle(uint64_t ino, const Node& node,
+                                         FileHandle::Mode mode,
+                                         std::string initial, bool fresh) {
+    return std::make_shared<FileHandle>(ino, node, mode, std::move(initial),
+                                        fresh, options_.max_value_bytes);
+  }
+  void InvalidateInode(uint64_t ino) {
+    if (invalidator_) invalidator_->Inode(ino);
+  }
+  // After a change to `cell` the kernel did not see: its inode, and for a
+  // `Q@T` write the inode of Q too.
+  void InvalidateCell(const Node& cell, uint64_t ino) {
+    InvalidateInode(ino);
+    if (cell.at.has_value()) {
+      Node plain = cell;
+      plain.at.reset();
+      std::optional<uint64_t> other = inodes_.Find(plain);
+      if (other.has_value()) InvalidateInode(*other);
+    }
+  }
+
+  DB* const db_;
+  const SessionOptions options_;
+  const uid_t uid_;
+  const gid_t gid_;
+  const int64_t start_time_;
+
+  InodeTable inodes_;
+  EphemeralDirs ephemeral_;
+  std::unique_ptr<Invalidator> invalidator_;
+
+  // The open handles, by the pointer given to the kernel as fh. Held only to
+  // find or register a handle, never while a handle's own lock is taken.
+  Mutex handles_mu_;
+  std::unordered_map<FileHandle*, std::shared_ptr<FileHandle>> files_
+      GUARDED_BY(handles_mu_);
+  std::unordered_map<DirHandle*, std::unique_ptr<DirHandle>> dirs_
+      GUARDED_BY(handles_mu_);
+};
+
+// ---------------------------------------------------------------------------
+// Resolution and attributes
+// ---------------------------------------------------------------------------
+
+FsError Filesystem::Resolve(const Node& parent, std::string_view name,
+                            Node* out, bool* hashed) {
+  ParsedChild child;
+  TABLETFS_FS_RETURN_IF_ERROR(ParseChild(parent, name, &child));
+  if (hashed != nullptr) *hashed = child.hashed;
+  if (child.hashed) {
+    ParsedName parsed;
+    parsed.hashed = true;
+    parsed.hash = child.hash;
+    if (child.node.kind == NodeKind::kRow) {
+      parsed.key = child.node.row;
+      TABLETFS_FS_RETURN_IF_ERROR(
+          ResolveHashedRow(parent, parsed, &child.node.row));
+    } else {
+      parsed.key = child.node.qualifier;
+      TABLETFS_FS_RETURN_IF_ERROR(
+          ResolveHashedQualifier(parent, parsed, &child.node.qualifier));
+    }
+  }
+  *out = std::move(child.node);
+  return FsError::Ok();
+}
+
+FsError Filesystem::ResolveHashedRow(const Node& parent,
+                                     const ParsedName& parsed,
+                                     std::string* row) {
+  ScanOptions so;
+  so.prefix = parsed.key;
+  auto scanner = db_->NewScanner(parent.table, so);
+  if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
+  for ((*scanner)->SeekToFirst(); (*scanner)->Valid(); (*scanner)->NextRow()) {
+    if (HashedNameMatches(parsed, (*scanner)->row())) {
+      *row = std::string((*scanner)->row());
+      return FsError::Ok();
+    }
+  }
+  if (!(*scanner)->status().ok()) {
+    return FsErrorFromStatus((*scanner)->status());
+  }
+  return FsError::Of(ENAMETOOLONG,
+                     "no row matches the long name in " + parent.DebugPath());
+}
+
+FsError Filesystem::ResolveHashedQualifier(const Node& parent,
+                                           const ParsedName& parsed,
+                                           std::string* qualifier) {
+  ScanOptions so;
+  so.start_row = parent.row;
+  so.end_row = RowEnd(parent.row);
+  so.read.families = {parent.family};
+  auto scanner = db_->NewScanner(parent.table, so);
+  if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
+  Scanner& s = **scanner;
+  for (s.Seek(parent.row, parent.family, parsed.key);
+       s.Valid() && s.family() == parent.family &&
+       s.qualifier().substr(0, parsed.key.size()) == parsed.key;
+       s.NextColumn()) {
+    if (HashedNameMatches(parsed, s.qualifier())) {
+      *qualifier = std::string(s.qualifier());
+      return FsError::Ok();
+    }
+  }
+  if (!s.status().ok()) return FsErrorFromStatus(s.status());
+  return FsError::Of(ENAMETOOLONG, "no qualifier matches the long name in " +
+                                       parent.DebugPath());
+}
+
+FsError Filesystem::TableExists(std::string_view table) {
+  auto families = db_->ListFamilies(table);
+  if (!families.ok()) return FsErrorFromStatus(families.status());
+  return FsError::Ok();
+}
+
+FsError Filesystem::RowHasCells(const Node& n, bool* has) {
+  ScanOptions so;
+  so.start_row = n.row;
+  so.end_row = RowEnd(n.row);
+  auto scanner = db_->NewScanner(n.table, so);
+  if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
+  (*scanner)->SeekToFirst();
+  if (!(*scanner)->status().ok()) {
+    return FsErrorFromStatus((*scanner)->status());
+  }
+  *has = (*scanner)->Valid() && (*scanner)->row() == n.row;
+  return FsError::Ok();
+}
+
+FsError Filesystem::FamilyHasCells(const Node& n, bool* has) {
+  ScanOptions so;
+  so.start_row = n.row;
+  so.end_row = RowEnd(n.row);
+  so.read.families = {n.family};
+  auto scanner = db_->NewScanner(n.table, so);
+  if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
+  (*scanner)->Seek(n.row, n.family);
+  if (!(*scanner)->status().ok()) {
+    return FsErrorFromStatus((*scanner)->status());
+  }
+  *has = (*scanner)->Valid() && (*scanner)->row() == n.row &&
+         (*scanner)->family() == n.family;
+  return FsError::Ok();
+}
+
+FsError Filesystem::ReadVersion(const Node& cell, CellVersion* out) {
+  ReadOptions ro;
+  ro.max_versions = 1;
+  ro.at = cell.at;
+  auto versions =
+      db_->ReadCell(cell.table, cell.row, cell.family, cell.qualifier, ro);
+  if (!versions.ok()) return FsErrorFromStatus(versions.status());
+  *out = CellVersion();
+  if (!versions->empty()) {
+    out->exists = true;
+    out->timestamp = (*versions)[0].timestamp;
+    out->value = std::move((*versions)[0].value);
+  }
+  return FsError::Ok();
+}
+
+FsError Filesystem::Stat(const Node& node, fuse_ino_t ino, struct stat* st) {
+  switch (node.kind) {
+    case NodeKind::kRoot:
+    case NodeKind::kSchemaRoot:
+      DirStat(ino, S_IFDIR | 0755, uid_, gid_, st);
+      return FsError::Ok();
+    case NodeKind::kTable:
+    case NodeKind::kSchemaTable:
+      TABLETFS_FS_RETURN_IF_ERROR(TableExists(node.table));
+      DirStat(ino, S_IFDIR | 0755, uid_, gid_, st);
+      return FsError::Ok();
+    case NodeKind::kRow: {
+      bool has = ephemeral_.HasRow(node.table, node.row);
+      if (!has) TABLETFS_FS_RETURN_IF_ERROR(RowHasCells(node, &has));
+      if (!has) {
+        return FsError::Of(ENOENT, "no row " + node.DebugPath());
+      }
+      DirStat(ino, S_IFDIR | 0755, uid_, gid_, st);
+      return FsError::Ok();
+    }
+    case NodeKind::kFamily: {
+      auto settings = db_->GetFamily(node.table, node.family);
+      if (!settings.ok()) return FsErrorFromStatus(settings.status());
+      bool has = ephemeral_.HasFamily(node.table, node.row, node.family);
+      if (!has) TABLETFS_FS_RETURN_IF_ERROR(FamilyHasCells(node, &has));
+      if (!has) {
+        return FsError::Of(ENOENT, "no cells in " + node.DebugPath());
+      }
+      DirStat(ino, DirMode(*settings), settings->owner_uid, settings->owner_gid,
+              st);
+      return FsError::Ok();
+    }
+    case NodeKind::kCell: {
+      auto settings = db_->GetFamily(node.table, node.family);
+      if (!settings.ok()) return FsErrorFromStatus(settings.status());
+      // An open writer shows what it holds: a created file exists before
+      // its first commit, and fstat of a writer sees its own writes.
+      if (ino != 0) {
+        for (auto& h : WritersOf(ino)) {
+          MutexLock lock(h->mu());
+          if (h->mode() == FileHandle::Mode::kAppend) continue;
+          if (h->NeedsCommit()) {
+            FileStat(ino, *settings, h->size(),
+                     h->pending_timestamp().value_or(NowMicros()), st);
+            return FsError::Ok();
+          }
+        }
+      }
+      CellVersion v;
+      TABLETFS_FS_RETURN_IF_ERROR(ReadVersion(node, &v));
+      if (!v.exists) {
+        if (ino != 0 && !WritersOf(ino).empty()) {
+          FileStat(ino, *settings, 0, NowMicros(), st);
+          return FsError::Ok();
+        }
+        return FsError::Of(ENOENT, "no cell " + node.DebugPath());
+      }
+      FileStat(ino, *settings, v.value.size(), v.timestamp, st);
+      return FsError::Ok();
+    }
+    case NodeKind::kSchemaFamily: {
+      auto settings = db_->GetFamily(node.table, node.family);
+      if (!settings.ok()) return FsErrorFromStatus(settings.status());
+      FileStat(ino, *settings, FormatFamilySettings(*settings).size(),
+               start_time_, st);
+      return FsError::Ok();
+    }
+  }
+  return FsError::Of(EIO, "unknown node kind");
+}
+
+void Filesystem::EntryStat(const DirEntry& de, fuse_ino_t ino,
+                           struct stat* st) {
+  switch (de.node.kind) {
+    case NodeKind::kFamily:
+      if (de.settings.has_value()) {
+        DirStat(ino, DirMode(*de.settings), de.settings->owner_uid,
+                de.settings->owner_gid, st);
+        return;
+      }
+      break;
+    case NodeKind::kCell:
+      if (de.settings.has_value()) {
+        FileStat(ino, *de.settings, de.size, de.timestamp, st);
+        return;
+      }
+      break;
+    case NodeKind::kSchemaFamily:
+      if (de.settings.has_value()) {
+        FileStat(ino, *de.settings, FormatFamilySettings(*de.settings).size(),
+                 start_time_, st);
+        return;
+      }
+      break;
+    default:
+      break;
+  }
+  DirStat(ino, S_IFDIR | 0755, uid_, gid_, st);
+}
+
+FsError Filesystem::MakeEntry(const Node& node, fuse_entry_param* e) {
+  std::memset(e, 0, sizeof(*e));
+  std::optional<uint64_t> known = inodes_.Find(node);
+  TABLETFS_FS_RETURN_IF_ERROR(Stat(node, known.value_or(0), &e->attr));
+  e->ino = inodes_.Lookup(node);
+  e->attr.st_ino = e->ino;
+  e->generation = 1;
+  e->entry_timeout = EntryTimeout(node);
+  e->attr_timeout = AttrTimeout(node);
+  return FsError::Ok();
+}
+
+FsError Filesystem::CheckSpace() {
+  Status bg = db_->BackgroundError();
+  if (!bg.ok()) {
+    return FsError::Of(EIO, "the store failed earlier: " + bg.ToString());
+  }
+  struct statvfs sv;
+  if (statvfs(options_.datadir.c_str(), &sv) == 0) {
+    uint64_t free_bytes = static_cast<uint64_t>(sv.f_bavail) * sv.f_frsize;
+    if (free_bytes < options_.space_reserve_bytes) {
+      return FsError::Of(ENOSPC, "free space of the data directory (" +
+                                     std::to_string(free_bytes) +
+                                     " bytes) is below the reserve");
+    }
+  }
+  return FsError::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// Commits
+// ---------------------------------------------------------------------------
+
+FsError Filesystem::Commit(FileHandle& h) {
+  const Node& n = h.node();
+  if (n.kind == NodeKind::kSchemaFamily) return CommitSchema(h);
+  WriteOptions wo;
+  if (h.mode() == FileHandle::Mode::kAppend) {
+    auto r = db_->Append(n.table, n.row, n.family, n.qualifier, h.buffer(), wo);
+    if (!r.ok()) {
+      FsError e = FsErrorFromStatus(r.status());
+      h.SetFailed(e);
+      return e;
+    }
+  } else {
+    int64_t ts = kServerTimestamp;
+    if (n.at.has_value()) {
+      ts = *n.at;
+    } else if (h.pending_timestamp().has_value()) {
+      // A utimensat came while data was pending (cp -a): use its time when
+      // it stays newer than the version this commit goes on top of.
+      CellVersion v;
+      TABLETFS_FS_RETURN_IF_ERROR(ReadVersion(n, &v));
+      if (!v.exists || *h.pending_timestamp() > v.timestamp) {
+        ts = *h.pending_timestamp();
+      }
+    }
+    RowMutation m(n.row);
+    if (ts == kServerTimestamp) {
+      m.SetCell(n.family, n.qualifier, h.buffer());
+    } else {
+      m.SetCell(n.family, n.qualifier, ts, h.buffer());
+    }
+    auto r = db_->Apply(n.table, m, wo);
+    if (!r.ok()) {
+      FsError e = FsErrorFromStatus(r.status());
+      h.SetFailed(e);
+      return e;
+    }
+  }
+  h.Committed();
+  InvalidateCell(n, h.ino());
+  return FsError::Ok();
+}
+
+FsError Filesystem::CommitSchema(FileHandle& h) {
+  const Node& n = h.node();
+  if (h.buffer().empty()) {
+    h.Committed();  // an empty commit changes nothing
+    return FsError::Ok();
+  }
+  auto current = db_->GetFamily(n.table, n.family);
+  if (!current.ok()) return FsErrorFromStatus(current.status());
+  FamilySettings next;
+  FsError e = ParseFamilySettings(h.buffer(), *current, &next);
+  if (!e.ok()) {
+    h.SetFailed(e);
+    return e;
+  }
+  if (!(next == *current)) {
+    Status s = db_->UpdateFamily(n.table, n.family, next);
+    if (!s.ok()) return FsErrorFromStatus(s);
+  }
+  h.Committed();
+  InvalidateInode(h.ino());
+  return FsError::Ok();
+}
+
+FsError Filesystem::Restamp(const Node& cell, int64_t micros, fuse_ino_t ino) {
+  if (cell.at.has_value()) return FsError::Ok();  // a version keeps its T
+  ReadOptions ro;
+  ro.max_versions = 2;
+  auto versions =
+      db_->ReadCell(cell.table, cell.row, cell.family, cell.qualifier, ro);
+  if (!versions.ok()) return FsErrorFromStatus(versions.status());
+  if (versions->empty()) {
+    return FsError::Of(ENOENT, "no cell " + cell.DebugPath());
+  }
+  const Cell& newest = (*versions)[0];
+  if (micros == newest.timestamp) return FsError::Ok();
+  if (versions->size() > 1 && micros <= (*versions)[1].timestamp) {
+    // It would fall behind the version before it: no effect (DESIGN.md).
+    return FsError::Ok();
+  }
+  RowMutation m(cell.row);
+  m.DeleteVersion(cell.family, cell.qualifier, newest.timestamp);
+  m.SetCell(cell.family, cell.qualifier, micros, newest.value);
+  auto r = db_->Apply(cell.table, m, WriteOptions());
+  if (!r.ok()) return FsErrorFromStatus(r.status());
+  InvalidateInode(ino);
+  return FsError::Ok();
+}
+
+FsError Filesystem::TruncateCell(const Node& cell, uint64_t size,
+                                 fuse_ino_t ino) {
+  if (size > options_.max_value_bytes) {
+    return FsError::Of(EFBIG, "a value may hold at most " +
+                                  std::to_string(options_.max_value_bytes) +
+                                  " bytes");
+  }
+  // A file created but not committed yet lives in its writer.
+  for (auto& h : WritersOf(ino)) {
+    MutexLock lock(h->mu());
+    if (h->mode() == FileHandle::Mode::kWrite && h->NeedsCommit()) {
+      return h->Truncate(size);
+    }
+  }
+  TABLETFS_FS_RETURN_IF_ERROR(CheckFuture(cell));
+  CellVersion v;
+  TABLETFS_FS_RETURN_IF_ERROR(ReadVersion(cell, &v));
+  if (!v.exists) return FsError::Of(ENOENT, "no cell " + cell.DebugPath());
+  if (v.value.size() == size && !cell.at.has_value()) return FsError::Ok();
+  v.value.resize(size);
+  RowMutation m(cell.row);
+  if (cell.at.has_value()) {
+    m.SetCell(cell.family, cell.qualifier, *cell.at, v.value);
+  } else {
+    m.SetCell(cell.family, cell.qualifier, v.value);
+  }
+  auto r = db_->Apply(cell.table, m, WriteOptions());
+  if (!r.ok()) return FsErrorFromStatus(r.status());
+  InvalidateCell(cell, ino);
+  return FsError::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// Callbacks
+// ---------------------------------------------------------------------------
+
+void Filesystem::Init(fuse_conn_info* conn) {
+  if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) {
+    conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+  }
+  // Only the daemon changes the data, but commits happen at close: a
+  // writeback cache would show data the store does not hold yet.
+  conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+  if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
+}
+
+void Filesystem::Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  Node p, n;
+  FsError e = NodeOf(parent, &p);
+  if (e.ok()) e = Resolve(p, name, &n);
+  fuse_entry_param entry;
+  if (e.ok()) e = MakeEntry(n, &entry);
+  if (!e.ok()) {
+    Refuse(req, "lookup", p.DebugPath() + "/" + name, e);
+    return;
+  }
+  fuse_reply_entry(req, &entry);
+}
+
+void Filesystem::GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  (void)fi;
+  Node n;
+  FsError e = NodeOf(ino, &n);
+  struct stat st;
+  if (e.ok()) e = Stat(n, ino, &st);
+  if (!e.ok()) {
+    Refuse(req, "getattr", n.DebugPath(), e);
+    return;
+  }
+  fuse_reply_attr(req, &st, AttrTimeout(n));
+}
+
+void Filesystem::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr,
+                         int to_set, fuse_file_info* fi) {
+  Node n;
+  FsError e = NodeOf(ino, &n);
+  if (!e.ok()) {
+    Refuse(req, "setattr", "inode " + std::to_string(ino), e);
+    return;
+  }
+  std::shared_ptr<FileHandle> h = fi != nullptr ? FileOf(fi) : nullptr;
+  if (to_set & FUSE_SET_ATTR_SIZE) {
+    uint64_t size = static_cast<uint64_t>(attr->st_size);
+    if (n.kind == NodeKind::kCell) {
+      if (h && h->writable()) {
+        MutexLock lock(h->mu());
+        e = h->Truncate(size);
+      } else {
+        e = TruncateCell(n, size, ino);
+      }
+    } else if (n.kind == NodeKind::kSchemaFamily) {
+      if (h && h->writable()) {
+        MutexLock lock(h->mu());
+        e = h->Truncate(size);
+      }
+      // Otherwise: an empty commit changes nothing.
+    } else {
+      e = FsError::Of(EISDIR, n.DebugPath() + " is a directory");
+    }
+    if (!e.ok()) {
+      Refuse(req, "truncate", n.DebugPath(), e);
+      return;
+    }
+  }
+  if ((to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) &&
+      n.kind == NodeKind::kCell) {
+    int64_t micros = (to_set & FUSE_SET_ATTR_MTIME_NOW)
+                         ? NowMicros()
+                         : TimespecToMicros(attr->st_mtim);
+    bool pending = false;
+    for (auto& w : WritersOf(ino)) {
+      MutexLock lock(w->mu());
+      if (w->NeedsCommit()) {
+        w->SetPendingTimestamp(micros);
+        pending = true;
+      }
+    }
+    if (!pending) e = Restamp(n, micros, ino);
+    if (!e.ok()) {
+      Refuse(req, "utimensat", n.DebugPath(), e);
+      return;
+    }
+  }
+  if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+    if (n.kind == NodeKind::kSchemaFamily) {
+      // The family's owner and mode (DESIGN.md "Schema and access").
+      auto settings = db_->GetFamily(n.table, n.family);
+      if (!settings.ok()) e = FsErrorFromStatus(settings.status());
+      if (e.ok()) e = CheckSchemaOwner(req, *settings, n);
+      if (e.ok()) {
+        FamilySettings next = *settings;
+        if (to_set & FUSE_SET_ATTR_MODE) next.mode = attr->st_mode & 07777;
+        if (to_set & FUSE_SET_ATTR_UID) next.owner_uid = attr->st_uid;
+        if (to_set & FUSE_SET_ATTR_GID) next.owner_gid = attr->st_gid;
+        Status s = db_->UpdateFamily(n.table, n.family, next);
+        if (!s.ok()) e = FsErrorFromStatus(s);
+      }
+      if (!e.ok()) {
+        Refuse(req, "chmod/chown", n.DebugPath(), e);
+        return;
+      }
+    } else if ((to_set & FUSE_SET_ATTR_MODE) &&
+               (n.kind == NodeKind::kCell || n.kind == NodeKind::kFamily)) {
+      auto settings = db_->GetFamily(n.table, n.family);
+      if (settings.ok() && (~attr->st_mode & settings->mode & 0777) != 0 &&
+          LogEnabled(LogLevel::kWarning)) {
+        char buf[96];
+        snprintf(buf, sizeof(buf),
+                 "chmod %o has no effect: the family's mode %o applies",
+                 attr->st_mode & 07777, settings->mode);
+        LogRefusal(LogLevel::kWarning, n.DebugPath() + ": " + buf);
+      }
+    }
+  }
+  struct stat st;
+  e = Stat(n, ino, &st);
+  if (!e.ok()) {
+    Refuse(req, "setattr", n.DebugPath(), e);
+    return;
+  }
+  fuse_reply_attr(req, &st, AttrTimeout(n));
+}
+
+void Filesystem::Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name,
+                       mode_t mode) {
+  (void)mode;
+  Node p, n;
+  FsError e = NodeOf(parent, &p);
+  bool hashed = false;
+  if (e.ok()) e = Resolve(p, name, &n, &hashed);
+  if (!e.ok() && e.err == ENAMETOOLONG) {
+    e.reason = "a new name may be at most 234 bytes: " + e.reason;
+  }
+  if (e.ok()) {
+    switch (n.kind) {
+      case NodeKind::kTable: {
+        Status s = db_->CreateTable(n.table);
+        if (!s.ok()) e = FsErrorFromStatus(s);
+        break;
+      }
+      case NodeKind::kRow: {
+        e = TableExists(n.table);
+        bool has = false;
+        if (e.ok()) has = ephemeral_.HasRow(n.table, n.row);
+        if (e.ok() && !has) e = RowHasCells(n, &has);
+        if (e.ok() && has) {
+          e = FsError::Of(EEXIST, n.DebugPath() + " exists");
+        }
+        if (e.ok()) ephemeral_.AddRow(n.table, n.row);
+        break;
+      }
+      case NodeKind::kFamily: {
+        auto settings = db_->GetFamily(n.table, n.family);
+        if (!settings.ok()) {
+          e = FsError::Of(ENOENT, "family " + n.family +
+                                      " is not in the "
+                                      "schema of table " +
+                                      n.table +
+                                      " (create it with touch .schema/" +
+                                      n.table + "/" + n.family + ")");
+          break;
+        }
+        bool has = ephemeral_.HasFamily(n.table, n.row, n.family);
+        if (!has) e = FamilyHasCells(n, &has);
+        if (e.ok() && has) {
+          e = FsError::Of(EEXIST, n.DebugPath() + " exists");
+        }
+        if (e.ok()) ephemeral_.AddFamily(n.table, n.row, n.family);
+        break;
+      }
+      case NodeKind::kCell:
+        e = FsError::Of(EPERM, "a family directory holds cells (files) only");
+        break;
+      default:
+        e = FsError::Of(EPERM,
+                        "directories cannot be made in " + p.DebugPath());
+        break;
+    }
+  }
+  fuse_entry_param entry;
+  if (e.ok()) e = MakeEntry(n, &entry);
+  if (!e.ok()) {
+    Refuse(req, "mkdir", p.DebugPath() + "/" + name, e);
+    return;
+  }
+  fuse_reply_entry(req, &entry);
+}
+
+void Filesystem::Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  Node p, n;
+  FsError e = NodeOf(parent, &p);
+  if (e.ok()) e = Resolve(p, name, &n);
+  if (e.ok()) {
+    switch (n.kind) {
+      case NodeKind::kTable: {
+        e = TableExists(n.table);
+        if (!e.ok()) break;
+        if (ephemeral_.TableHasRows(n.table)) {
+          e = FsError::Of(ENOTEMPTY, n.DebugPath() + " has rows");
+          break;
+        }
+        auto scanner = db_->NewScanner(n.table, ScanOptions());
+        if (!scanner.ok()) {
+          e = FsErrorFromStatus(scanner.status());
+          break;
+        }
+        (*scanner)->SeekToFirst();
+        if ((*scanner)->Valid()) {
+          e = FsError::Of(ENOTEMPTY, n.DebugPath() + " has rows");
+          break;
+        }
+        scanner->reset();
+        Status s = db_->DeleteTable(n.table);
+        if (!s.ok()) e = FsErrorFromStatus(s);
+        ephemeral_.RemoveTable(n.table);
+        break;
+      }
+      case NodeKind::kRow: {
+        bool has = false;
+        e = RowHasCells(n, &has);
+        if (e.ok() && (has || ephemeral_.RowHasFamilies(n.table, n.row))) {
+          e = FsError::Of(ENOTEMPTY, n.DebugPath() + " holds families");
+        }
+        if (e.ok() && !ephemeral_.RemoveRow(n.table, n.row)) {
+          e = FsError::Of(ENOENT, "no row " + n.DebugPath());
+        }
+        break;
+      }
+      case NodeKind::kFamily: {
+        bool has = false;
+        e = FamilyHasCells(n, &has);
+        if (e.ok() && has) {
+          e = FsError::Of(ENOTEMPTY, n.DebugPath() + " holds cells");
+        }
+        if (e.ok() && !ephemeral_.RemoveFamily(n.table, n.row, n.family)) {
+          e = FsError::Of(ENOENT, "no family directory " + n.DebugPath());
+        }
+        break;
+      }
+      case NodeKind::kCell:
+      case NodeKind::kSchemaFamily:
+        e = FsError::Of(ENOTDIR, n.DebugPath() + " is a file");
+        break;
+      default:
+        e = FsError::Of(EPERM, n.DebugPath() + " cannot be removed");
+        break;
+    }
+  }
+  if (!e.ok()) {
+    Refuse(req, "rmdir", p.DebugPath() + "/" + name, e);
+    return;
+  }
+  fuse_reply_err(req, 0);
+}
+
+void Filesystem::Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  Node p, n;
+  FsError e = NodeOf(parent, &p);
+  if (e.ok()) e = Resolve(p, name, &n);
+  if (e.ok()) {
+    if (n.kind == NodeKind::kCell) {
+      if (n.at.has_value()) {
+        e = FsError::Of(EPERM,
+                        "single versions are removed under .versions, "
+                        "not " +
+                            n.DebugPath());
+      } else {
+        CellVersion v;
+        e = ReadVersion(n, &v);
+        if (e.ok() && !v.exists) {
+          e = FsError::Of(ENOENT, "no cell " + n.DebugPath());
+        }
+        if (e.ok()) {
+          RowMutation m(n.row);
+          m.DeleteCell(n.family, n.qualifier);
+          auto r = db_->Apply(n.table, m, WriteOptions());
+          if (!r.ok()) e = FsErrorFromStatus(r.status());
+        }
+        // The emptied directories stay until rmdir, as on a local disk.
+        if (e.ok()) ephemeral_.AddFamily(n.table, n.row, n.family);
+      }
+    } else if (n.kind == NodeKind::kSchemaFamily) {
+      auto settings = db_->GetFamily(n.table, n.family);
+      if (!settings.ok()) e = FsErrorFromStatus(settings.status());
+      if (e.ok()) e = CheckSchemaOwner(req, *settings, n);
+      if (e.ok()) {
+        Status s = db_->DeleteFamily(n.table, n.family);
+        if (!s.ok()) e = FsErrorFromStatus(s);
+      }
+    } else {
+      e = FsError::Of(EISDIR, n.DebugPath() + " is a directory");
+    }
+  }
+  if (!e.ok()) {
+    Refuse(req, "unlink", p.DebugPath() + "/" + name, e);
+    return;
+  }
+  fuse_reply_err(req, 0);
+}
+
+void Filesystem::Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
+                        fuse_ino_t newparent, const char* newname,
+                        unsigned flags) {
+  Node p, np, from, to;
+  FsError e = NodeOf(parent, &p);
+  if (e.ok()) e = NodeOf(newparent, &np);
+  if (e.ok() && (flags & RENAME_EXCHANGE)) {
+    e = FsError::Of(EINVAL, "RENAME_EXCHANGE is not supported");
+  }
+  if (e.ok()) e = Resolve(p, name, &from);
+  if (e.ok()) e = Resolve(np, newname, &to);
+  if (e.ok() && from.kind != NodeKind::kCell) {
+    e = FsError::Of(EPERM,
+                    "only cells can be renamed, not " + from.DebugPath());
+  }
+  if (e.ok() && to.kind != NodeKind::kCell) {
+    e = FsError::Of(EPERM,
+                    "a cell can only be renamed into a family "
+                    "directory, not to " +
+                        to.DebugPath());
+  }
+  if (e.ok() && (from.at.has_value() || to.at.has_value())) {
+    e = FsError::Of(EPERM, "versions (NAME@T) cannot be renamed");
+  }
+  if (e.ok() && (from.table != to.table || from.row != to.row)) {
+    e = FsError::Of(EXDEV, "a cell moves only within its row: " +
+                               from.DebugPath() + " -> " + to.DebugPath());
+  }
+  CellVersion src, dst;
+  if (e.ok()) e = ReadVersion(from, &src);
+  if (e.ok() && !src.exists) {
+    e = FsError::Of(ENOENT, "no cell " + from.DebugPath());
+  }
+  if (e.ok()) e = ReadVersion(to, &dst);
+  if (e.ok() && dst.exists && (flags & RENAME_NOREPLACE)) {
+    e = FsError::Of(EEXIST, to.DebugPath() + " exists");
+  }
+  if (e.ok() && !(from == to)) {
+    // One row mutation: the destination gets the source's newest value as a
+    // new version (keeping its own history), the source goes.
+    RowMutation m(from.row);
+    m.SetCell(to.family, to.qualifier, src.value);
+    m.DeleteCell(from.family, from.qualifier);
+    auto r = db_->Apply(from.table, m, WriteOptions());
+    if (!r.ok()) e = FsErrorFromStatus(r.status());
+    if (e.ok()) {
+      std::optional<uint64_t> old_to = inodes_.Find(to);
+      inodes_.Rebind(from, to);
+      ephemeral_.AddFamily(from.table, from.row, from.family);
+      std::optional<uint64_t> moved = inodes_.Find(to);
+      if (moved.has_value()) InvalidateInode(*moved);
+      if (old_to.has_value()) InvalidateInode(*old_to);
+    }
+  }
+  if (!e.ok()) {
+    Refuse(req, "rename",
+           p.DebugPath() + "/" + name + " -> " + np.DebugPath() + "/" + newname,
+           e);
+    return;
+  }
+  fuse_reply_err(req, 0);
+}
+
+void Filesystem::Create(fuse_req_t req, fuse_ino_t parent, const char* name,
+                        mode_t mode, fuse_file_info* fi) {
+  (void)mode;
+  Node p, n;
+  FsError e = NodeOf(parent, &p);
+  if (e.ok()) e = Resolve(p, name, &n);
+  if (!e.ok() && e.err == ENAMETOOLONG) {
+    e.reason = "a new name may be at most 234 bytes: " + e.reason;
+  }
+  std::shared_ptr<FileHandle> h;
+  fuse_entry_param entry;
+  if (e.ok()) {
+    switch (n.kind) {
+      case NodeKind::kCell: {
+        e = CheckFuture(n);
+        if (!e.ok()) break;
+        auto settings = db_->GetFamily(n.table, n.family);
+        if (!settings.ok()) {
+          e = FsErrorFromStatus(settings.status());
+          break;
+        }
+        CellVersion v;
+        e = ReadVersion(n, &v);
+        if (!e.ok()) break;
+        if (n.at.has_value() && v.exists && v.timestamp != *n.at) {
+          v = CellVersion();
+        }
+        if (v.exists && (fi->flags & O_EXCL)) {
+          e = FsError::Of(EEXIST, n.DebugPath() + " exists");
+          break;
+        }
+        bool trunc = (fi->flags & O_TRUNC) || !v.exists;
+        FileHandle::Mode m = (fi->flags & O_APPEND) && !(fi->flags & O_TRUNC)
+                                 ? FileHandle::Mode::kAppend
+                                 : FileHandle::Mode::kWrite;
+        if (n.at.has_value()) m = FileHandle::Mode::kWrite;
+        uint64_t ino = inodes_.Lookup(n);
+        h = OpenHandle(ino, n, m, trunc ? std::string() : std::move(v.value),
+                       trunc || m == FileHandle::Mode::kAppend);
+        std::memset(&entry, 0, sizeof(entry));
+        entry.ino = ino;
+        entry.generation = 1;
+        {
+          MutexLock lock(h->mu());
+          FileStat(ino, *settings, h->size(), NowMicros(), &entry.attr);
+        }
+        entry.entry_timeout = EntryTimeout(n);
+        entry.attr_timeout = AttrTimeout(n);
+        fi->direct_io = 1;
+        break;
+      }
+      case NodeKind::kSchemaFamily: {
+        // touch .schema/TABLE/FAMILY creates the family with defaults, owned
+        // by the creator.
+        const fuse_ctx* ctx = fuse_req_ctx(req);
+        FamilySettings s;
+        s.owner_uid = ctx->uid;
+        s.owner_gid = ctx->gid;
+        s.mode = 0644;
+        Status st = db_->CreateFamily(n.table, n.family, s);
+        if (st.IsAlreadyExists() && !(fi->flags & O_EXCL)) st = Status::OK();
+        if (!st.ok()) {
+          e = FsErrorFromStatus(st);
+          break;
+        }
+        auto settings = db_->GetFamily(n.table, n.family);
+        if (!settings.ok()) {
+          e = FsErrorFromStatus(settings.status());
+          break;
+        }
+        e = MakeEntry(n, &entry);
+        if (!e.ok()) break;
+        std::string text = (fi->flags & O_TRUNC)
+                               ? std::string()
+                               : FormatFamilySettings(*settings);
+        h = OpenHandle(entry.ino, n, FileHandle::Mode::kWrite, std::move(text),
+                       false);
+        fi->direct_io = 1;
+        break;
+      }
+      case NodeKind::kTable:
+      case NodeKind::kRow:
+      case NodeKind::kFamily:
+        e = FsError::Of(EPERM, "only directories may be in " + p.DebugPath());
+        break;
+      default:
+        e = FsError::Of(EPERM, "files cannot be made in " + p.DebugPath());
+        break;
+    }
+  }
+  if (!e.ok()) {
+    Refuse(req, "create", p.DebugPath() + "/" + name, e);
+    return;
+  }
+  AddFile(h, fi);
+  fuse_reply_create(req, &entry, fi);
+}
+
+void Filesystem::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Node n;
+  FsError e = NodeOf(ino, &n);
+  std::shared_ptr<FileHandle> h;
+  const int acc = fi->flags & O_ACCMODE;
+  const bool write = acc != O_RDONLY;
+  if (e.ok()) {
+    switch (n.kind) {
+      case NodeKind::kCell: {
+        if (write) e = CheckFuture(n);
+        if (!e.ok()) break;
+        CellVersion v;
+        e = ReadVersion(n, &v);
+        if (!e.ok()) break;
+        if (n.at.has_value() && write && v.exists && v.timestamp != *n.at) {
+          v = CellVersion();  // Q@T is written at exactly T
+        }
+        if (!v.exists && WritersOf(ino).empty() && !n.at.has_value()) {
+          e = FsError::Of(ENOENT, "no cell " + n.DebugPath());
+          break;
+        }
+        if (!write) {
+          fi->keep_cache = v.exists && inodes_.SameVersionAsLastOpen(
+                                           ino, v.timestamp, v.value.size());
+          h = OpenHandle(ino, n, FileHandle::Mode::kRead, std::move(v.value),
+                         false);
+          break;
+        }
+        bool trunc = (fi->flags & O_TRUNC) != 0;
+        FileHandle::Mode m =
+            (fi->flags & O_APPEND) && !trunc && !n.at.has_value()
+                ? FileHandle::Mode::kAppend
+                : FileHandle::Mode::kWrite;
+        h = OpenHandle(ino, n, m, trunc ? std::string() : std::move(v.value),
+                       trunc);
+        fi->direct_io = 1;
+        break;
+      }
+      case NodeKind::kSchemaFamily: {
+        auto settings = db_->GetFamily(n.table, n.family);
+        if (!settings.ok()) {
+          e = FsErrorFromStatus(settings.status());
+          break;
+        }
+        if (write) e = CheckSchemaOwner(req, *settings, n);
+        if (!e.ok()) break;
+        bool trunc = write && (fi->flags & O_TRUNC);
+        h = OpenHandle(
+            ino, n, write ? FileHandle::Mode::kWrite : FileHandle::Mode::kRead,
+            trunc ? std::string() : FormatFamilySettings(*settings), false);
+        fi->direct_io = 1;
+        break;
+      }
+      default:
+        e = FsError::Of(EISDIR, n.DebugPath() + " is a directory");
+        break;
+    }
+  }
+  if (!e.ok()) {
+    Refuse(req, "open", n.DebugPath(), e);
+    return;
+  }
+  AddFile(h, fi);
+  fuse_reply_open(req, fi);
+}
+
+void Filesystem::Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                      fuse_file_info* fi) {
+  (void)ino;
+  std::shared_ptr<FileHandle> h = FileOf(fi);
+  if (!h) {
+    fuse_reply_err(req, EBADF);
+    return;
+  }
+  std::string data;
+  {
+    MutexLock lock(h->mu());
+    data = h->Read(off, size);
+  }
+  fuse_reply_buf(req, data.data(), data.size());
+}
+
+void Filesystem::Write(fuse_req_t req, fuse_ino_t ino, const char* buf,
+                       size_t size, off_t off, fuse_file_info* fi) {
+  (void)ino;
+  std::shared_ptr<FileHandle> h = FileOf(fi);
+  if (!h) {
+    fuse_reply_err(req, EBADF);
+    return;
+  }
+  FsError e = CheckSpace();
+  if (e.ok() && h->node().kind == NodeKind::kSchemaFamily) {
+    // Each complete line is validated as it arrives.
+    std::string_view data(buf, size);
+    size_t start = 0;
+    for (size_t nl = data.find('\n'); nl != std::string_view::npos && e.ok();
+         nl = data.find('\n', start)) {
+      e = ValidateSettingsLine(data.substr(start, nl - start));
+      start = nl + 1;
+    }
+  }
+  if (e.ok()) {
+    MutexLock lock(h->mu());
+    e = h->Write(off, std::string_view(buf, size));
+  }
+  if (!e.ok()) {
+    Refuse(req, "write", h->node().DebugPath(), e);
+    return;
+  }
+  fuse_reply_write(req, size);
+}
+
+void Filesystem::Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  (void)ino;
+  std::shared_ptr<FileHandle> h = FileOf(fi);
+  FsError e;
+  if (h) {
+    MutexLock lock(h->mu());
+    if (h->NeedsCommit()) e = Commit(*h);
+  }
+  if (!e.ok()) {
+    Refuse(req, "close", h->node().DebugPath(), e);
+    return;
+  }
+  fuse_reply_err(req, 0);
+}
+
+void Filesystem::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  (void)ino;
+  std::shared_ptr<FileHandle> h;
+  {
+    MutexLock lock(&handles_mu_);
+    auto it = files_.find(reinterpret_cast<FileHandle*>(fi->fh));
+    if (it != files_.end()) {
+      h = std::move(it->second);
+      files_.erase(it);
+    }
+  }
+  if (h) {
+    MutexLock lock(h->mu());
+    if (h->NeedsCommit()) {
+      FsError e = Commit(*h);
+      if (!e.ok()) {
+        Log(LogLevel::kError, "commit at release of " + h->node().DebugPath() +
+                                  " failed: " + e.ToString());
+      }
+    }
+  }
+  fuse_reply_err(req, 0);
+}
+
+void Filesystem::Fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+                       fuse_file_info* fi) {
+  (void)ino;
+  (void)datasync;
+  std::shared_ptr<FileHandle> h = FileOf(fi);
+  FsError e;
+  if (h) {
+    MutexLock lock(h->mu());
+    if (h->NeedsCommit()) e = Commit(*h);
+  }
+  if (e.ok()) {
+    Status s = db_->Sync();
+    if (!s.ok()) e = FsErrorFromStatus(s);
+  }
+  if (!e.ok()) {
+    Refuse(req, "fsync", h ? h->node().DebugPath() : "?", e);
+    return;
+  }
+  fuse_reply_err(req, 0);
+}
+
+void Filesystem::OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Node n;
+  FsError e = NodeOf(ino, &n);
+  struct stat st;
+  if (e.ok()) e = Stat(n, ino, &st);
+  if (e.ok() && !n.IsDirectory()) {
+    e = FsError::Of(ENOTDIR, n.DebugPath() + " is a file");
+  }
+  if (!e.ok()) {
+    Refuse(req, "opendir", n.DebugPath(), e);
+    return;
+  }
+  auto d = std::make_unique<DirHandle>(db_, &ephemeral_, n);
+  fi->fh = reinterpret_cast<uint64_t>(d.get());
+  {
+    MutexLock lock(&handles_mu_);
+    dirs_.emplace(d.get(), std::move(d));
+  }
+  fuse_reply_open(req, fi);
+}
+
+void Filesystem::ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                         fuse_file_info* fi, bool plus) {
+  DirHandle* d = DirOf(fi);
+  if (d == nullptr) {
+    fuse_reply_err(req, EBADF);
+    return;
+  }
+  std::vector<char> buf(size);
+  size_t used = 0;
+  FsError e = d->Read(off, [&](const DirEntry& de) -> bool {
+    const char* name = de.name.c_str();
+    size_t need =
+        plus ? fuse_add_direntry_plus(req, nullptr, 0, name, nullptr, 0)
+             : fuse_add_direntry(req, nullptr, 0, name, nullptr, 0);
+    if (used + need > size) return false;
+    if (!plus) {
+      struct stat st;
+      std::memset(&st, 0, sizeof(st));
+      if (de.is_dot) {
+        st.st_ino = ino;
+        st.st_mode = S_IFDIR;
+      } else {
+        std::optional<uint64_t> known = inodes_.Find(de.node);
+        // Not looked up yet: any stable nonzero number will do for d_ino.
+        st.st_ino =
+            known.has_value() ? *known : (NodeHash()(de.node) | (1ull << 63));
+        st.st_mode = de.node.IsDirectory() ? S_IFDIR : S_IFREG;
+      }
+      fuse_add_direntry(req, buf.data() + used, size - used, name, &st,
+                        de.offset);
+    } else {
+      fuse_entry_param entry;
+      std::memset(&entry, 0, sizeof(entry));
+      if (de.is_dot) {
+        // ino 0: the kernel takes no reference (and no lookup is counted).
+        entry.attr.st_ino = ino;
+        entry.attr.st_mode = S_IFDIR;
+      } else {
+        entry.ino = inodes_.Lookup(de.node);
+        entry.generation = 1;
+        EntryStat(de, entry.ino, &entry.attr);
+        entry.entry_timeout = EntryTimeout(de.node);
+        entry.attr_timeout = AttrTimeout(de.node);
+      }
+      fuse_add_direntry_plus(req, buf.data() + used, size - used, name, &entry,
+                             de.offset);
+    }
+    used += need;
+    return true;
+  });
+  if (!e.ok() && used == 0) {
+    Refuse(req, "readdir", d->dir().DebugPath(), e);
+    return;
+  }
+  fuse_reply_buf(req, buf.data(), used);
+}
+
+void Filesystem::ReleaseDir(fuse_req_t req, fuse_ino_t ino,
+                            fuse_file_info* fi) {
+  (void)ino;
+  std::unique_ptr<DirHandle> d;
+  {
+    MutexLock lock(&handles_mu_);
+    auto it = dirs_.find(reinterpret_cast<DirHandle*>(fi->fh));
+    if (it != dirs_.end()) {
+      d = std::move(it->second);
+      dirs_.erase(it);
+    }
+  }
+  d.reset();
+  fuse_reply_err(req, 0);
+}
+
+void Filesystem::FsyncDir(fuse_req_t req, fuse_ino_t ino, int datasync,
+                          fuse_file_info* fi) {
+  (void)ino;
+  (void)datasync;
+  (void)fi;
+  Status s = db_->Sync();
+  if (!s.ok()) {
+    Refuse(req, "fsyncdir", "", FsErrorFromStatus(s));
+    return;
+  }
+  fuse_reply_err(req, 0);
+}
+
+void Filesystem::StatFs(fuse_req_t req, fuse_ino_t ino) {
+  (void)ino;
+  struct statvfs sv;
+  if (statvfs(options_.datadir.c_str(), &sv) != 0) {
+    int err = errno;
+    Refuse(req, "statfs", options_.datadir,
+           FsError::Of(err, std::string("statvfs: ") + strerror(err)));
+    return;
+  }
+  sv.f_namemax = kMaxFileNameBytes;
+  fuse_reply_statfs(req, &sv);
+}
+
+// ---------------------------------------------------------------------------
+// The operations table
+// ---------------------------------------------------------------------------
+
+namespace {
+
+Filesystem* Fs(fuse_req_t req) {
+  return static_cast<Filesystem*>(fuse_req_userdata(req));
+}
+
+void RefuseOp(fuse_req_t req, const char* op, int err, const char* why) {
+  Fs(req)->Refuse(req, op, "", FsError::Of(err, why));
+}
+
+const fuse_lowlevel_ops kOps = [] {
+  fuse_lowlevel_ops ops;
+  std::memset(&ops, 0, sizeof(ops));
+  ops.init = [](void* userdata, fuse_conn_info* conn) {
+    static_cast<Filesystem*>(userdata)->Init(conn);
+  };
+  ops.lookup = [](fuse_req_t req, fuse_ino_t parent, const char* name) {
+    Fs(req)->Lookup(req, parent, name);
+  };
+  ops.forget = [](fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+    Fs(req)->Forget(ino, nlookup);
+    fuse_reply_none(req);
+  };
+  ops.forget_multi = [](fuse_req_t req, size_t count,
+                        fuse_forget_data* forgets) {
+    for (size_t i = 0; i < count; i++) {
+      Fs(req)->Forget(forgets[i].ino, forgets[i].nlookup);
+    }
+    fuse_reply_none(req);
+  };
+  ops.getattr = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    Fs(req)->GetAttr(req, ino, fi);
+  };
+  ops.setattr = [](fuse_req_t req, fuse_ino_t ino, struct stat* attr,
+                   int to_set, fuse_file_info* fi) {
+    Fs(req)->SetAttr(req, ino, attr, to_set, fi);
+  };
+  ops.readlink = [](fuse_req_t req, fuse_ino_t) {
+    RefuseOp(req, "readlink", EINVAL, "there are no symlinks");
+  };
+  ops.mknod = [](fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) {
+    RefuseOp(req, "mknod", EPERM, "device nodes and fifos are not supported");
+  };
+  ops.mkdir = [](fuse_req_t req, fuse_ino_t parent, const char* name,
+                 mode_t mode) { Fs(req)->Mkdir(req, parent, name, mode); };
+  ops.unlink = [](fuse_req_t req, fuse_ino_t parent, const char* name) {
+    Fs(req)->Unlink(req, parent, name);
+  };
+  ops.rmdir = [](fuse_req_t req, fuse_ino_t parent, const char* name) {
+    Fs(req)->Rmdir(req, parent, name);
+  };
+  ops.symlink = [](fuse_req_t req, const char*, fuse_ino_t, const char*) {
+    RefuseOp(req, "symlink", EPERM, "symlinks are not supported");
+  };
+  ops.rename = [](fuse_req_t req, fuse_ino_t parent, const char* name,
+                  fuse_ino_t newparent, const char* newname, unsigned flags) {
+    Fs(req)->Rename(req, parent, name, newparent, newname, flags);
+  };
+  ops.link = [](fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) {
+    RefuseOp(req, "link", EPERM, "hard links are not supported");
+  };
+  ops.open = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    Fs(req)->Open(req, ino, fi);
+  };
+  ops.read = [](fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                fuse_file_info* fi) { Fs(req)->Read(req, ino, size, off, fi); };
+  ops.write = [](fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size,
+                 off_t off, fuse_file_info* fi) {
+    Fs(req)->Write(req, ino, buf, size, off, fi);
+  };
+  ops.flush = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    Fs(req)->Flush(req, ino, fi);
+  };
+  ops.release = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    Fs(req)->Release(req, ino, fi);
+  };
+  ops.fsync = [](fuse_req_t req, fuse_ino_t ino, int datasync,
+                 fuse_file_info* fi) {
+    Fs(req)->Fsync(req, ino, datasync, fi);
+  };
+  ops.opendir = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    Fs(req)->OpenDir(req, ino, fi);
+  };
+  ops.readdir = [](fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                   fuse_file_info* fi) {
+    Fs(req)->ReadDir(req, ino, size, off, fi, false);
+  };
+  ops.readdirplus = [](fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       fuse_file_info* fi) {
+    Fs(req)->ReadDir(req, ino, size, off, fi, true);
+  };
+  ops.releasedir = [](fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    Fs(req)->ReleaseDir(req, ino, fi);
+  };
+  ops.fsyncdir = [](fuse_req_t req, fuse_ino_t ino, int datasync,
+                    fuse_file_info* fi) {
+    Fs(req)->FsyncDir(req, ino, datasync, fi);
+  };
+  ops.statfs = [](fuse_req_t req, fuse_ino_t ino) {
+    Fs(req)->StatFs(req, ino);
+  };
+  ops.setxattr = [](fuse_req_t req, fuse_ino_t, const char*, const char*,
+                    size_t, int) {
+    RefuseOp(req, "setxattr", ENOTSUP, "extended attributes have no meaning");
+  };
+  ops.getxattr = [](fuse_req_t req, fuse_ino_t, const char*, size_t) {
+    fuse_reply_err(req, ENOTSUP);  // probed by ls and cp: not logged
+  };
+  ops.listxattr = [](fuse_req_t req, fuse_ino_t, size_t) {
+    fuse_reply_err(req, ENOTSUP);
+  };
+  ops.removexattr = [](fuse_req_t req, fuse_ino_t, const char*) {
+    RefuseOp(req, "removexattr", ENOTSUP,
+             "extended attributes have no meaning");
+  };
+  ops.create = [](fuse_req_t req, fuse_ino_t parent, const char* name,
+                  mode_t mode, fuse_file_info* fi) {
+    Fs(req)->Create(req, parent, name, mode, fi);
+  };
+  ops.fallocate = [](fuse_req_t req, fuse_ino_t, int, off_t, off_t,
+                     fuse_file_info*) {
+    RefuseOp(req, "fallocate", EOPNOTSUPP, "values are not preallocated");
+  };
+  return ops;
+}();
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Session
+// ---------------------------------------------------------------------------
+
+class Session::Impl {
+ public:
+  Impl(DB* db, const SessionOptions& options)
+      : options_(options), fs_(db, options) {}
+
+  ~Impl() {
+    if (session_ != nullptr) {
+      // Commit open files and stop the invalidator while the session
+      // exists; then unmount.
+      fs_.Stop();
+      if (mounted_) fuse_session_unmount(session_);
+      if (signals_) fuse_remove_signal_handlers(session_);
+      fuse_session_destroy(session_);
+    }
+  }
+
+  FsError Create() {
+    std::vector<std::string> argv_storage = {"tabletfs"};
+    if (options_.debug) argv_storage.push_back("-d");
+    std::string opts = "default_permissions,subtype=tabletfs,fsname=" +
+                       EscapeOption(options_.datadir);
+    for (const std::string& o : options_.fuse_options) opts += "," + o;
+    argv_storage.push_back("-o");
+    argv_storage.push_back(opts);
+    std::vector<char*> argv;
+    for (std::string& a : argv_storage) argv.push_back(a.data());
+    fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+    session_ = fuse_session_new(&args, &kOps, sizeof(kOps), &fs_);
+    fuse_opt_free_args(&args);
+    if (session_ == nullptr) {
+      return FsError::Of(EINVAL, "libfuse refused the options '" + opts +
+                                     "' (its message is above)");
+    }
+    if (fuse_set_signal_handlers(session_) != 0) {
+      return FsError::Of(EIO, "cannot install the signal handlers");
+    }
+    signals_ = true;
+    return FsError::Ok();
+  }
+
+  FsError Mount() {
+    if (fuse_session_mount(session_, options_.mountpoint.c_str()) != 0) {
+      return FsError::Of(EIO, "cannot mount at " + options_.mountpoint +
+                                  " (libfuse's message is above)");
+    }
+    mounted_ = true;
+    fs_.Start(session_);
+    return FsError::Ok();
+  }
+
+  int Loop() {
+    int rc;
+    if (options_.single_threaded) {
+      rc = fuse_session_loop(session_);
+    } else {
+      fuse_loop_config* config = fuse_loop_cfg_create();
+      fuse_loop_cfg_set_clone_fd(config, 0);
+      fuse_loop_cfg_set_max_threads(config, 16);
+      rc = fuse_session_loop_mt(session_, config);
+      fuse_loop_cfg_destroy(config);
+    }
+    return rc < 0 ? -rc : 0;
+  }
+
+ private:
+  // fsname goes through libfuse's comma-separated option parser.
+  static std::string EscapeOption(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+      if (c == ',' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+    return out;
+  }
+
+  const SessionOptions options_;
+  Filesystem fs_;
+  fuse_session* session_ = nullptr;
+  bool mounted_ = false;
+  bool signals_ = false;
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+FsError Session::Create(DB* db, const SessionOptions& options,
+                        std::unique_ptr<Session>* out) {
+  auto impl = std::make_unique<Impl>(db, options);
+  TABLETFS_FS_RETURN_IF_ERROR(impl->Create());
+  out->reset(new Session(std::move(impl)));
+  return FsError::Ok();
+}
+
+FsError Session::Mount() { return impl_->Mount(); }
+int Session::Loop() { return impl_->Loop(); }
+
+void Session::PrintFuseHelp() { fuse_lowlevel_help(); }
+
+std::string Session::FuseVersion() { return fuse_pkgversion(); }
+
+}  // namespace tabletfs::fs

@@ -1,0 +1,94 @@
+#include "fs/inode_table.h"
+
+namespace tabletfs::fs {
+
+InodeTable::InodeTable() {
+  MutexLock lock(&mu_);
+  Entry root;
+  root.lookups = 1;  // the kernel never forgets the root
+  by_inode_.emplace(kRootInode, root);
+  by_node_.emplace(root.node, kRootInode);
+}
+
+uint64_t InodeTable::Lookup(const Node& node, uint64_t count) {
+  MutexLock lock(&mu_);
+  auto it = by_node_.find(node);
+  if (it != by_node_.end()) {
+    by_inode_[it->second].lookups += count;
+    return it->second;
+  }
+  uint64_t ino = next_inode_++;
+  Entry e;
+  e.node = node;
+  e.lookups = count;
+  by_inode_.emplace(ino, std::move(e));
+  by_node_.emplace(node, ino);
+  return ino;
+}
+
+std::optional<uint64_t> InodeTable::Find(const Node& node) {
+  MutexLock lock(&mu_);
+  auto it = by_node_.find(node);
+  if (it == by_node_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<Node> InodeTable::Get(uint64_t ino) {
+  MutexLock lock(&mu_);
+  auto it = by_inode_.find(ino);
+  if (it == by_inode_.end()) return std::nullopt;
+  return it->second.node;
+}
+
+void InodeTable::Forget(uint64_t ino, uint64_t count) {
+  if (ino == kRootInode) return;
+  MutexLock lock(&mu_);
+  auto it = by_inode_.find(ino);
+  if (it == by_inode_.end()) return;
+  Entry& e = it->second;
+  e.lookups = count >= e.lookups ? 0 : e.lookups - count;
+  if (e.lookups > 0) return;
+  auto n = by_node_.find(e.node);
+  if (n != by_node_.end() && n->second == ino) by_node_.erase(n);
+  by_inode_.erase(it);
+}
+
+void InodeTable::Rebind(const Node& from, const Node& to) {
+  MutexLock lock(&mu_);
+  auto it = by_node_.find(from);
+  if (it == by_node_.end()) {
+    by_node_.erase(to);
+    return;
+  }
+  uint64_t ino = it->second;
+  by_node_.erase(it);
+  by_node_[to] = ino;
+  Entry& e = by_inode_[ino];
+  e.node = to;
+  e.opened_timestamp = INT64_MIN;
+}
+
+bool InodeTable::SameVersionAsLastOpen(uint64_t ino, int64_t timestamp,
+                                       uint64_t size) {
+  MutexLock lock(&mu_);
+  auto it = by_inode_.find(ino);
+  if (it == by_inode_.end()) return false;
+  Entry& e = it->second;
+  bool same = e.opened_timestamp == timestamp && e.opened_size == size;
+  e.opened_timestamp = timestamp;
+  e.opened_size = size;
+  return same;
+}
+
+uint64_t InodeTable::LookupCount(uint64_t ino) {
+  MutexLock lock(&mu_);
+  auto it = by_inode_.find(ino);
+  return it == by_inode_.end() ? 0 : it->second.lookups;
+}
+
+size_t InodeTable::size() {
+  MutexLock lock(&mu_);
+  return by_inode_.size();
+}
+
+}  // namespace tabletfs::fs

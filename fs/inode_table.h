@@ -1,0 +1,77 @@
+// InodeTable: our own inode numbers for the nodes of the namespace, with the
+// exact lookup counting the FUSE low-level protocol requires (each entry
+// reply adds one, FORGET removes what the kernel says; an inode is freed at
+// zero). Inode numbers are never reused while the daemon runs, so a stale
+// kernel inode can never name another node.
+//
+// Lock order in fs/ (outermost first):
+//   1. FileHandle::mu_      (one open file's buffer)
+//   2. DirHandle::mu_       (one open directory's cursor)
+//   3. EphemeralDirs::mu_   (directories made by mkdir)
+//   4. InodeTable::mu_      (this table)
+//   5. Invalidator::mu_     (the notice queue)
+// Store calls are never made while 3, 4 or 5 is held; every lock is released
+// before a reply is sent to the kernel.
+//
+// Thread safety: all methods may be called concurrently.
+#ifndef TABLETFS_FS_INODE_TABLE_H_
+#define TABLETFS_FS_INODE_TABLE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include "fs/path_map.h"
+#include "store/util/mutex.h"
+
+namespace tabletfs::fs {
+
+class InodeTable {
+ public:
+  static constexpr uint64_t kRootInode = 1;
+
+  InodeTable();
+  InodeTable(const InodeTable&) = delete;
+  InodeTable& operator=(const InodeTable&) = delete;
+
+  // The inode of `node`, created when missing, with its lookup count raised
+  // by `count` (0: look up without counting, e.g. for "." entries).
+  uint64_t Lookup(const Node& node, uint64_t count = 1);
+  // The inode currently bound to `node`, if any; counts unchanged.
+  std::optional<uint64_t> Find(const Node& node);
+  // The node of `ino`; nullopt when the inode is unknown (forgotten).
+  std::optional<Node> Get(uint64_t ino);
+  // Lowers the lookup count; the inode is freed when it reaches zero. The
+  // root is never freed.
+  void Forget(uint64_t ino, uint64_t count);
+  // A rename moved `from` to `to`: the inode of `from` now names `to` (the
+  // kernel moved its dentry); an inode that named `to` keeps its node but is
+  // no longer found by it.
+  void Rebind(const Node& from, const Node& to);
+
+  // For keep_cache: records that a reader opened `ino` at this version and
+  // says whether the previous open saw the same version.
+  bool SameVersionAsLastOpen(uint64_t ino, int64_t timestamp, uint64_t size);
+
+  // For tests and stats.
+  uint64_t LookupCount(uint64_t ino);
+  size_t size();
+
+ private:
+  struct Entry {
+    Node node;
+    uint64_t lookups = 0;
+    int64_t opened_timestamp = INT64_MIN;
+    uint64_t opened_size = 0;
+  };
+
+  Mutex mu_;
+  uint64_t next_inode_ GUARDED_BY(mu_) = kRootInode + 1;
+  std::unordered_map<uint64_t, Entry> by_inode_ GUARDED_BY(mu_);
+  std::unordered_map<Node, uint64_t, NodeHash> by_node_ GUARDED_BY(mu_);
+};
+
+}  // namespace tabletfs::fs
+
+#endif  // TABLETFS_FS_INODE_TABLE_H_

@@ -1,0 +1,81 @@
+// The path <-> key mapping of DESIGN.md "The filesystem namespace": what each
+// name in each directory refers to (a table, a row, a family, a cell, a cell
+// version, a `.schema` entry) and the name each node is listed under. A pure
+// mapping: no FUSE, no store access. Whether a node exists is decided by the
+// caller (fs/fuse_ops.cc) against the store.
+//
+// Thread safety: plain values and pure functions.
+#ifndef TABLETFS_FS_PATH_MAP_H_
+#define TABLETFS_FS_PATH_MAP_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "fs/errors.h"
+
+namespace tabletfs::fs {
+
+enum class NodeKind : uint8_t {
+  kRoot,          // MOUNT/
+  kTable,         // MOUNT/TABLE/
+  kRow,           // MOUNT/TABLE/ROW/
+  kFamily,        // MOUNT/TABLE/ROW/FAMILY/
+  kCell,          // MOUNT/TABLE/ROW/FAMILY/QUALIFIER[@T]
+  kSchemaRoot,    // MOUNT/.schema/
+  kSchemaTable,   // MOUNT/.schema/TABLE/
+  kSchemaFamily,  // MOUNT/.schema/TABLE/FAMILY (a file)
+};
+
+// One node of the namespace. Which fields are set depends on `kind`:
+// table for everything below the root, row from kRow, family from kFamily
+// (and kSchemaFamily), qualifier for kCell. `at` is set for `QUALIFIER@T`.
+struct Node {
+  NodeKind kind = NodeKind::kRoot;
+  std::string table;
+  std::string row;
+  std::string family;
+  std::string qualifier;
+  std::optional<int64_t> at;
+
+  bool operator==(const Node& other) const = default;
+
+  bool IsDirectory() const {
+    return kind != NodeKind::kCell && kind != NodeKind::kSchemaFamily;
+  }
+  // The node one level up (the root for the root).
+  Node Parent() const;
+  // "table/row-name/family/qualifier@T" with names as listed, for log lines.
+  std::string DebugPath() const;
+};
+
+struct NodeHash {
+  size_t operator()(const Node& node) const;
+};
+
+// The reserved names of the root: reached by name, never listed.
+inline constexpr std::string_view kSchemaDirName = ".schema";
+
+// What `name` in directory `parent` refers to. For a hashed name (a long key
+// shown as "PREFIX%~HASH"), *hashed is set to the parsed name and the key
+// field of *out holds only the prefix: the caller resolves it against the
+// store (HashedNameMatches). Errors, per DESIGN.md "Names":
+//   ENOTDIR for a name inside a file node, EINVAL for a bad name or T,
+//   ENAMETOOLONG for a name longer than any listed name, ENOENT for a
+//   reserved name not served yet.
+struct ParsedChild {
+  Node node;
+  bool hashed = false;
+  uint64_t hash = 0;
+};
+FsError ParseChild(const Node& parent, std::string_view name, ParsedChild* out);
+
+// The name `node` is listed under in its parent (ShownName of its key,
+// "NAME@T" for a version). REQUIRES: node.kind != kRoot.
+std::string ListedName(const Node& node);
+
+}  // namespace tabletfs::fs
+
+#endif  // TABLETFS_FS_PATH_MAP_H_

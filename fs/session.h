@@ -1,0 +1,73 @@
+// Session: the FUSE session serving one DB at one mount point — the only
+// interface mount/ needs, so that nothing outside fs/ includes FUSE headers.
+//
+//   auto session = Session::Create(db.get(), options);   // parses -o options
+//   session->Mount();             // the mount point shows the store now
+//   session->Loop();              // until fusermount3 -u, SIGINT or SIGTERM
+//   session.reset();              // unmounts, commits open files
+//   db.reset();                   // then the store closes
+//
+// Thread safety: one thread drives a Session; Loop() serves requests on as
+// many threads as it needs.
+#ifndef TABLETFS_FS_SESSION_H_
+#define TABLETFS_FS_SESSION_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fs/errors.h"
+#include "store/db.h"
+
+namespace tabletfs::fs {
+
+struct SessionOptions {
+  // Absolute path of the data directory (statfs, fsname).
+  std::string datadir;
+  // Absolute path of the mount point.
+  std::string mountpoint;
+  // FUSE mount and session options ("allow_other", "max_read=N", ...),
+  // passed to libfuse, which refuses unknown ones.
+  std::vector<std::string> fuse_options;
+  bool debug = false;            // -d: libfuse logs every request
+  bool single_threaded = false;  // -s
+  // Kernel cache lifetimes of names and attributes, seconds (0 for `@T`
+  // names whatever these say).
+  double entry_timeout = 1.0;
+  double attr_timeout = 1.0;
+  // The store's value limit (Options::max_value_bytes): EFBIG beyond it.
+  size_t max_value_bytes = 64u << 20;
+  // Below this much free space in the data directory, write() fails with
+  // ENOSPC (Options::space_reserve_bytes).
+  uint64_t space_reserve_bytes = 64u << 20;
+};
+
+class Session {
+ public:
+  // Creates the FUSE session (no mount yet) and installs the SIGINT, SIGTERM
+  // and SIGHUP handlers that end Loop(). REQUIRES: `db` outlives the Session.
+  static FsError Create(DB* db, const SessionOptions& options,
+                        std::unique_ptr<Session>* out);
+  // Unmounts when mounted, commits what open files hold, frees everything.
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  FsError Mount();
+  // Serves requests until unmounted or signalled. Returns 0 or an errno.
+  int Loop();
+
+  // libfuse's help for its own options, to stdout.
+  static void PrintFuseHelp();
+  static std::string FuseVersion();
+
+  class Impl;
+
+ private:
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tabletfs::fs
+
+#endif  // TABLETFS_FS_SESSION_H_

@@ -1,0 +1,164 @@
+#include "mount/daemon/args.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <string_view>
+
+namespace tabletfs::daemon {
+namespace {
+
+bool ParseUnsigned(std::string_view text, uint64_t* out) {
+  if (text.empty()) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    if (v > (UINT64_MAX - (c - '0')) / 10) return false;
+    v = v * 10 + (c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+bool ParseSeconds(const std::string& text, double* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  if (errno != 0 || *end != '\0' || v < 0) return false;
+  *out = v;
+  return true;
+}
+
+bool Ignored(std::string_view opt) {
+  for (std::string_view name : {"defaults", "auto", "noauto", "user", "users",
+                                "nouser", "_netdev", "nofail", "owner"}) {
+    if (opt == name) return true;
+  }
+  return opt.substr(0, 2) == "x-" || opt.substr(0, 8) == "comment=";
+}
+
+bool ParseOption(const std::string& opt, DaemonArgs* out, std::string* error) {
+  if (opt.empty() || Ignored(opt)) return true;
+  size_t eq = opt.find('=');
+  std::string key = opt.substr(0, eq);
+  std::string value = eq == std::string::npos ? "" : opt.substr(eq + 1);
+  auto bytes = [&](std::optional<uint64_t>* field) {
+    uint64_t v;
+    if (!ParseUnsigned(value, &v)) {
+      *error =
+          "option " + key + " wants a number of bytes, not '" + value + "'";
+      return false;
+    }
+    *field = v;
+    return true;
+  };
+  if (key == "entry_timeout" || key == "attr_timeout") {
+    double* field =
+        key == "entry_timeout" ? &out->entry_timeout : &out->attr_timeout;
+    if (!ParseSeconds(value, field)) {
+      *error = "option " + key + " wants seconds, not '" + value + "'";
+      return false;
+    }
+    return true;
+  }
+  if (key == "memtable_bytes") return bytes(&out->memtable_bytes);
+  if (key == "tablet_split_bytes") return bytes(&out->tablet_split_bytes);
+  if (key == "max_value_bytes") return bytes(&out->max_value_bytes);
+  if (key == "space_reserve_bytes") return bytes(&out->space_reserve_bytes);
+  if (key == "debug") {
+    out->debug = true;
+    out->foreground = true;
+    return true;
+  }
+  out->fuse_options.push_back(opt);
+  return true;
+}
+
+bool ParseOptionList(const std::string& list, DaemonArgs* out,
+                     std::string* error) {
+  // Commas separate options; a backslash escapes the next character.
+  std::string cur;
+  for (size_t i = 0; i < list.size(); i++) {
+    if (list[i] == '\\' && i + 1 < list.size()) {
+      cur.push_back(list[i]);
+      cur.push_back(list[++i]);
+    } else if (list[i] == ',') {
+      if (!ParseOption(cur, out, error)) return false;
+      cur.clear();
+    } else {
+      cur.push_back(list[i]);
+    }
+  }
+  return ParseOption(cur, out, error);
+}
+
+}  // namespace
+
+bool ParseArgs(int argc, const char* const* argv, DaemonArgs* out,
+               std::string* error) {
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      out->help = true;
+    } else if (a == "-V" || a == "--version") {
+      out->version = true;
+    } else if (a == "-f") {
+      out->foreground = true;
+    } else if (a == "-d" || a == "--debug") {
+      out->debug = true;
+      out->foreground = true;
+    } else if (a == "-s") {
+      out->single_threaded = true;
+    } else if (a == "-o") {
+      if (i + 1 >= argc) {
+        *error = "-o needs an option list";
+        return false;
+      }
+      if (!ParseOptionList(argv[++i], out, error)) return false;
+    } else if (a.size() > 2 && a.compare(0, 2, "-o") == 0) {
+      if (!ParseOptionList(a.substr(2), out, error)) return false;
+    } else if (a.size() > 1 && a[0] == '-') {
+      *error = "unknown option " + a;
+      return false;
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (out->help || out->version) return true;
+  if (positional.size() != 2) {
+    *error = "expected DATADIR and MOUNTPOINT, got " +
+             std::to_string(positional.size()) + " arguments";
+    return false;
+  }
+  out->datadir = positional[0];
+  out->mountpoint = positional[1];
+  return true;
+}
+
+std::string Usage(const std::string& program) {
+  return "usage: " + program +
+         " [options] DATADIR MOUNTPOINT\n"
+         "\n"
+         "Mounts the tabletfs store in DATADIR (created when missing) at\n"
+         "MOUNTPOINT. Unmount with: fusermount3 -u MOUNTPOINT\n"
+         "\n"
+         "options:\n"
+         "    -h, --help             print this help\n"
+         "    -V, --version          print the version\n"
+         "    -f                     stay in the foreground (log to stderr)\n"
+         "    -d, -o debug           log every request (implies -f)\n"
+         "    -s                     single-threaded\n"
+         "    -o opt[,opt...]        mount options:\n"
+         "        allow_other            let other users reach the mount\n"
+         "        entry_timeout=SECONDS  kernel cache of names (default 1)\n"
+         "        attr_timeout=SECONDS   kernel cache of attributes (default "
+         "1)\n"
+         "        memtable_bytes=N       memtable size before a flush\n"
+         "        tablet_split_bytes=N   tablet size before a split\n"
+         "        max_value_bytes=N      largest value (EFBIG beyond)\n"
+         "        space_reserve_bytes=N  writes fail with ENOSPC below this\n"
+         "        and the FUSE options below\n";
+}
+
+}  // namespace tabletfs::daemon

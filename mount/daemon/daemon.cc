@@ -1,0 +1,175 @@
+#include "mount/daemon/daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "fs/log.h"
+#include "fs/session.h"
+#include "store/db.h"
+
+namespace tabletfs::daemon {
+namespace {
+
+std::string Absolute(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  if (ec) return path;
+  return p.lexically_normal().string();
+}
+
+void LogToStderr(LogLevel level, std::string_view line) {
+  static const char* const kNames[] = {"debug", "info", "warning", "error"};
+  std::fprintf(stderr, "tabletfs: %s: %.*s\n", kNames[static_cast<int>(level)],
+               static_cast<int>(line.size()), line.data());
+}
+
+void LogToSyslog(LogLevel level, std::string_view line) {
+  static const int kPriorities[] = {LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERR};
+  syslog(kPriorities[static_cast<int>(level)], "%.*s",
+         static_cast<int>(line.size()), line.data());
+}
+
+bool WriteFile(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << content;
+    if (!out.good()) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+// Removes the pid files when they still name this process.
+void RemovePidFiles(const std::string& datadir) {
+  std::ifstream in(datadir + "/mount.pid");
+  long pid = 0;
+  if (in >> pid && pid == static_cast<long>(getpid())) {
+    std::remove((datadir + "/mount.pid").c_str());
+    std::remove((datadir + "/mountpoint").c_str());
+  }
+}
+
+void Report(int fd, char status) {
+  if (fd < 0) return;
+  ssize_t n = write(fd, &status, 1);
+  (void)n;
+  close(fd);
+}
+
+// Opens, mounts and serves. `ready_fd` (-1 in the foreground) gets one byte
+// once mounted (0) or on failure (1).
+int Serve(const DaemonArgs& args, const std::string& datadir,
+          const std::string& mountpoint, int ready_fd) {
+  Options options;
+  options.logger = [](LogLevel level, std::string_view line) {
+    fs::Log(level, line);
+  };
+  if (args.memtable_bytes) options.memtable_bytes = *args.memtable_bytes;
+  if (args.tablet_split_bytes) {
+    options.tablet_split_bytes = *args.tablet_split_bytes;
+  }
+  if (args.max_value_bytes) options.max_value_bytes = *args.max_value_bytes;
+  if (args.space_reserve_bytes) {
+    options.space_reserve_bytes = *args.space_reserve_bytes;
+  }
+  auto db = DB::Open(options, datadir);
+  if (!db.ok()) {
+    fs::Log(LogLevel::kError,
+            "cannot open " + datadir + ": " + db.status().ToString());
+    Report(ready_fd, 1);
+    return 1;
+  }
+
+  fs::SessionOptions so;
+  so.datadir = datadir;
+  so.mountpoint = mountpoint;
+  so.fuse_options = args.fuse_options;
+  so.debug = args.debug;
+  so.single_threaded = args.single_threaded;
+  so.entry_timeout = args.entry_timeout;
+  so.attr_timeout = args.attr_timeout;
+  so.max_value_bytes = options.max_value_bytes;
+  so.space_reserve_bytes = options.space_reserve_bytes;
+  std::unique_ptr<fs::Session> session;
+  fs::FsError e = fs::Session::Create(db->get(), so, &session);
+  if (e.ok()) e = session->Mount();
+  if (!e.ok()) {
+    fs::Log(LogLevel::kError, "cannot mount " + datadir + " at " + mountpoint +
+                                  ": " + e.ToString());
+    session.reset();
+    db->reset();
+    Report(ready_fd, 1);
+    return 1;
+  }
+  if (!WriteFile(datadir + "/mount.pid", std::to_string(getpid()) + "\n") ||
+      !WriteFile(datadir + "/mountpoint", mountpoint + "\n")) {
+    fs::Log(LogLevel::kWarning,
+            "cannot record the pid and mount point in " + datadir);
+  }
+  fs::Log(LogLevel::kInfo, "mounted " + datadir + " at " + mountpoint);
+  if (ready_fd >= 0) {
+    // Detached from here on: the parent exits, logs go to syslog.
+    fs::SetLogSink(LogToSyslog, LogLevel::kInfo);
+    int null_fd = open("/dev/null", O_RDWR);
+    if (null_fd >= 0) {
+      dup2(null_fd, 0);
+      dup2(null_fd, 1);
+      dup2(null_fd, 2);
+      if (null_fd > 2) close(null_fd);
+    }
+    Report(ready_fd, 0);
+  }
+  int rc = session->Loop();
+  session.reset();  // unmounts and commits what open files held
+  db->reset();      // the store closes: the log is synced
+  RemovePidFiles(datadir);
+  fs::Log(LogLevel::kInfo, "unmounted " + mountpoint);
+  return rc == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int RunDaemon(const DaemonArgs& args) {
+  const std::string datadir = Absolute(args.datadir);
+  const std::string mountpoint = Absolute(args.mountpoint);
+  fs::SetLogSink(LogToStderr, args.debug ? LogLevel::kDebug : LogLevel::kInfo);
+  if (args.foreground) return Serve(args, datadir, mountpoint, -1);
+
+  openlog("tabletfs", LOG_PID, LOG_DAEMON);
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) {
+    std::perror("tabletfs: pipe");
+    return 1;
+  }
+  // Fork before anything starts a thread: the store's threads and its flock
+  // must belong to the process that stays.
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("tabletfs: fork");
+    return 1;
+  }
+  if (pid > 0) {
+    close(pipe_fds[1]);
+    char status = 1;
+    ssize_t n;
+    do {
+      n = read(pipe_fds[0], &status, 1);
+    } while (n < 0 && errno == EINTR);
+    return n == 1 && status == 0 ? 0 : 1;
+  }
+  close(pipe_fds[0]);
+  setsid();
+  int rc = Serve(args, datadir, mountpoint, pipe_fds[1]);
+  std::fflush(nullptr);
+  _exit(rc);
+}
+
+}  // namespace tabletfs::daemon

@@ -26,9 +26,13 @@ class FaultEnvTest : public ::testing::Test {
     auto file = env_.NewWritableFile(path);
     ASSERT_TRUE(file.ok()) << file.status().ToString();
     ASSERT_TRUE((*file)->Append(data).ok());
-    if (sync_data) ASSERT_TRUE((*file)->Sync().ok());
+    if (sync_data) {
+      ASSERT_TRUE((*file)->Sync().ok());
+    }
     ASSERT_TRUE((*file)->Close().ok());
-    if (sync_dir) ASSERT_TRUE(env_.SyncDir("/db").ok());
+    if (sync_dir) {
+      ASSERT_TRUE(env_.SyncDir("/db").ok());
+    }
   }
 
   std::string Read(const std::string& path) {

@@ -379,6 +379,39 @@ TEST_F(FaultEnvTest, DiskFullOnANonMemBase) {
   EXPECT_EQ(*outer.GetFreeSpace("/db"), 0u);
 }
 
+// The worked example of store/doc/env.md.
+TEST_F(FaultEnvTest, WorkedExampleFromTheDoc) {
+  for (bool final_sync : {false, true}) {
+    SCOPED_TRACE(final_sync ? "with final SyncDir" : "without");
+    Write("/db/CURRENT", "M-1", true, true);
+    Write("/db/tmp", "M-2", true, false);
+    ASSERT_TRUE(env_.RenameFile("/db/tmp", "/db/CURRENT").ok());
+    {
+      auto log = env_.NewAppendableFile("/db/LOG");
+      ASSERT_TRUE(log.ok());
+      ASSERT_TRUE((*log)->Append("abc").ok());
+      ASSERT_TRUE((*log)->Sync().ok());
+      ASSERT_TRUE((*log)->Append("def").ok());
+    }
+    if (final_sync) {
+      ASSERT_TRUE(env_.SyncDir("/db").ok());
+    }
+    PowerLoss();
+    auto children = base_.GetChildren("/db");
+    ASSERT_TRUE(children.ok());
+    if (final_sync) {
+      EXPECT_EQ(*children, (std::vector<std::string>{"CURRENT", "LOG"}));
+      EXPECT_EQ(Read("/db/CURRENT"), "M-2");
+      EXPECT_EQ(Read("/db/LOG"), "abc");
+    } else {
+      EXPECT_EQ(*children, (std::vector<std::string>{"CURRENT"}));
+      EXPECT_EQ(Read("/db/CURRENT"), "M-1");
+    }
+    ASSERT_TRUE(base_.RemoveFile("/db/CURRENT").ok());
+    base_.RemoveFile("/db/LOG").IgnoreError();
+  }
+}
+
 TEST_F(FaultEnvTest, ClockComesFromTheBase) {
   base_.SetNowMicros(123);
   EXPECT_EQ(env_.NowMicros(), 123);

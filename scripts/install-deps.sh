@@ -3,6 +3,8 @@
 #
 #   scripts/install-deps.sh build   build and mount (examples/quickstart.sh)
 #   scripts/install-deps.sh test    also what tests/run.sh needs (default)
+#   scripts/install-deps.sh bench   build, plus LevelDB, RocksDB and Google
+#                                   Benchmark for bench/run.sh (issue 8)
 #
 # Checks each package with dpkg -s first, so a machine that has everything
 # runs no apt-get at all (and needs neither root nor network). Uses sudo when
@@ -17,10 +19,13 @@ test_packages=(
   libbenchmark-dev clang-14 libclang-rt-14-dev util-linux psmisc rsync
 )
 
+bench_packages=(libleveldb-dev librocksdb-dev libbenchmark-dev)
+
 case "${1:-test}" in
   build) wanted=("${build_packages[@]}") ;;
+  bench) wanted=("${build_packages[@]}" "${bench_packages[@]}") ;;
   test) wanted=("${build_packages[@]}" "${test_packages[@]}") ;;
-  *) echo "usage: $0 [build|test]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
 esac
 
 missing=()

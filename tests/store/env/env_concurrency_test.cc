@@ -1,5 +1,6 @@
 // The Envs under concurrent use (run under TSan in the concurrency build).
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -66,8 +67,10 @@ TEST(EnvConcurrencyTest, FaultEnvWritersSyncersAndDirSyncs) {
 
 TEST(EnvConcurrencyTest, PosixConcurrentPreadsAndOneLockWinner) {
   Env* env = Env::Default();
-  std::string dir = "/tmp/env_concurrency_test." + std::to_string(getpid());
-  ASSERT_TRUE(env->CreateDir(dir).ok());
+  const char* tmp = getenv("TMPDIR");
+  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") +
+                    "/env_concurrency_test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
   std::string data;
   for (int i = 0; i < 4096; ++i) data.push_back(static_cast<char>(i % 251));
   ASSERT_TRUE(WriteStringToFile(env, data, dir + "/f", false).ok());

@@ -91,6 +91,28 @@ def ratio(a, b, target=None, higher_is_better=True):
     return text
 
 
+def check_store(rows):
+    """What a correct run must show; a harness or engine bug otherwise."""
+    problems = []
+    for row in rows:
+        r = row.get("result")
+        if r is None:
+            continue
+        where = f"set {row['set']} rep {row['rep']} {r['workload']} on {r['engine']}"
+        w, ops, found, n = r["workload"], r["ops"], r["found"], r["num"]
+        if w in ("fillseq", "fillrandom", "overwrite") and ops != n:
+            problems.append(f"{where}: wrote {ops} of {n}")
+        if w == "readrandom" and found != ops:
+            problems.append(f"{where}: found {found} of {ops} existing keys")
+        if w == "readmissing" and found != 0:
+            problems.append(f"{where}: found {found} missing keys")
+        if w == "readseq" and ops != n:
+            problems.append(f"{where}: scanned {ops} keys, expected {n}")
+        if w == "seekrandom" and found != ops:
+            problems.append(f"{where}: {ops - found} seeks ended early")
+    return problems
+
+
 def store_section(rows, out):
     results = {}  # (set, workload, engine) -> [result]
     failures = []
@@ -195,11 +217,10 @@ def store_section(rows, out):
     return failures
 
 
-def fs_section(reps, out):
+def fs_section(reps, out, counts):
     # target -> op -> [value]
     values = {}
     missing = {}
-    counts = {}
     config = None
     for rows in reps:
         for row in rows:
@@ -238,13 +259,15 @@ def fs_section(reps, out):
         f"{'yes' if config['drop_caches'] else 'no'}; this machine trims the "
         "page cache aggressively anyway, so a \"second pass\" may not be "
         "served from cache. tabletfs runs with its durability promise "
-        "(commit at close, no writeback cache).\n")
+        "(commit at close, no writeback cache). Its space is the data "
+        "directory while mounted, after the reads: what the log and any "
+        "flushed tables hold then.\n")
 
     def get(target, op):
         return median_range(values.get(target, {}).get(op, []))[0]
 
     ops = [("create", "create all files (open/write/close)"),
-           ("find", "find | wc -l"), ("grep", "grep -r"),
+           ("find", "find \\| wc -l"), ("grep", "grep -r"),
            ("cat", "cat of every file"), ("ls_lR", "ls -lR"),
            ("du", "du -s"), ("grep2", "grep -r, second pass"),
            ("cat2", "cat, second pass"), ("rm", "rm -r")]
@@ -282,16 +305,13 @@ def fs_section(reps, out):
         out.append("| " + " | ".join(line) + " |")
         out.append("")
 
-    out.append("### 100,000-file tree\n")
+    out.append(f"### {config['dirs'] * config['files']:,}-file tree\n")
     table(["native", "passthrough", "tabletfs"], "tabletfs",
           ["native", "passthrough"])
-    out.append("### 10,000-file tree (passthrough_ll, -o cache=auto)\n")
+    out.append(f"### {config['ll_dirs'] * config['files']:,}-file tree "
+               "(passthrough_ll, -o cache=auto)\n")
     table(["native_10k", "passthrough_ll_10k", "tabletfs_10k"], "tabletfs_10k",
           ["native_10k", "passthrough_ll_10k"])
-    bad = {t: c for t, c in counts.items() if c[0] != c[1]}
-    if bad:
-        out.append("**find counted the wrong number of entries:** " +
-                   ", ".join(f"{t}: {c[0]} (expected {c[1]})" for t, c in bad.items()) + "\n")
 
     out.append("### stat() and sequential I/O\n")
     out.append("| measure | native | libfuse null | passthrough | tabletfs | tabletfs/null |")
@@ -343,9 +363,11 @@ def main():
                 value = "yes" if value else "no"
             out.append(f"- {label}: {value}")
     out.append("")
-    failures = store_section(load_jsonl(os.path.join(outdir, "store.jsonl")), out)
+    store_rows = load_jsonl(os.path.join(outdir, "store.jsonl"))
+    failures = store_section(store_rows, out)
     fs_reps = [load_jsonl(p) for p in sorted(glob.glob(os.path.join(outdir, "fs-*.jsonl")))]
-    missing = fs_section(fs_reps, out)
+    fs_counts = {}
+    missing = fs_section(fs_reps, out, fs_counts)
     out.append("## Missing rows\n")
     if not failures and not missing:
         out.append("None.\n")
@@ -355,9 +377,22 @@ def main():
     for target, why in sorted(missing.items()):
         out.append(f"- {target}: {why}")
     out.append("")
+    problems = check_store(store_rows)
+    bad_counts = [f"{t}: find counted {c[0]} entries, expected {c[1]}"
+                  for t, c in fs_counts.items() if c[0] != c[1]]
+    problems += bad_counts
+    if problems:
+        out.append("## Wrong results\n")
+        out.append("These runs did not see the data they should have: a bug "
+                   "in the harness or the engine, and their numbers mean "
+                   "nothing.\n")
+        out += [f"- {p}" for p in problems]
+        out.append("")
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write("\n".join(out))
-    return 0
+    for p in problems:
+        print(f"bench/report.py: wrong result: {p}", file=sys.stderr)
+    return 3 if problems else 0
 
 
 if __name__ == "__main__":

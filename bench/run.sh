@@ -216,8 +216,13 @@ if [[ "$only" != store ]]; then
 fi
 echo "bench/run.sh: measured in $((SECONDS - start)) s" >&2
 
-python3 "$root/bench/report.py" "$outdir"
+report_rc=0
+python3 "$root/bench/report.py" "$outdir" || report_rc=$?
 echo "bench/run.sh: report in $outdir/report.md" >&2
+if ((report_rc != 0)); then
+  echo "bench/run.sh: the report found wrong results (see its last section)" >&2
+  exit 1
+fi
 
 if ((store_failures > 0 || fs_failed)); then
   echo "bench/run.sh: $store_failures store run(s) failed, fs failed=$fs_failed" >&2

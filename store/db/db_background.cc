@@ -1,18 +1,218 @@
 // The parts of DBImpl that move data out of the memtable: freezing,
-// flushing, compaction, and the maintenance calls that wait for them.
+// flushing, compaction, file lifetimes, and the maintenance calls that wait
+// for them. Policy: store/doc/compaction.md.
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 
+#include "store/db/compaction_filter.h"
 #include "store/db/db_impl.h"
+#include "store/db/merger.h"
+#include "store/table/table_builder.h"
+#include "store/util/coding.h"
 
 namespace tabletfs {
 
+namespace {
+
+// Level-0 files that trigger a compaction, and that stall writers.
+constexpr int kL0CompactionTrigger = 4;
+constexpr int kL0StopWrites = 12;
+
+std::string RowPrefixOf(std::string_view key) {
+  ParsedKey p;
+  if (!ParseInternalKey(key, &p)) return std::string(key);
+  return std::string(p.row_prefix);
+}
+
+// Whether the rows of f intersect [lo, hi] (row prefixes, inclusive).
+bool RowsOverlap(const FileMeta& f, const std::string& lo,
+                 const std::string& hi) {
+  return !(RowPrefixOf(f.largest) < lo || RowPrefixOf(f.smallest) > hi);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// File lifetimes
+// ---------------------------------------------------------------------------
+
+std::shared_ptr<const FileMeta> DBImpl::MakeLiveFile(const FileMeta& meta) {
+  {
+    MutexLock l(&files_mu_);
+    for (uint64_t vf : meta.value_files) {
+      if (value_file_refs_[vf]++ == 0 && value_file_sizes_.count(vf) == 0) {
+        Result<uint64_t> size = env_->GetFileSize(FileName(vf, ".vlf"));
+        value_file_sizes_[vf] = size.ok() ? *size : 0;
+      }
+    }
+  }
+  // The last holder (a version, a reader's pinned state, a compaction) to
+  // let go marks the file obsolete; the background thread deletes it.
+  return std::shared_ptr<const FileMeta>(
+      new FileMeta(meta), [this](const FileMeta* f) {
+        FileReleased(f->number, f->value_files);
+        delete f;
+      });
+}
+
+void DBImpl::FileReleased(uint64_t number,
+                          const std::vector<uint64_t>& value_files) {
+  if (closing_.load()) return;  // the files stay for the next open
+  MutexLock l(&files_mu_);
+  obsolete_tables_.push_back(number);
+  for (uint64_t vf : value_files) {
+    auto it = value_file_refs_.find(vf);
+    if (it != value_file_refs_.end() && --it->second == 0) {
+      value_file_refs_.erase(it);
+      obsolete_value_files_.push_back(vf);
+    }
+  }
+}
+
+void DBImpl::DeleteObsoleteFiles() {
+  std::vector<uint64_t> tables, values;
+  {
+    MutexLock l(&files_mu_);
+    tables.swap(obsolete_tables_);
+    values.swap(obsolete_value_files_);
+    for (uint64_t vf : values) {
+      value_readers_.erase(vf);
+      value_file_sizes_.erase(vf);
+    }
+  }
+  for (uint64_t n : tables) {
+    table_cache_->Evict(n);
+    env_->RemoveFile(TableFileName(dir_, n)).IgnoreError();
+  }
+  for (uint64_t n : values) env_->RemoveFile(FileName(n, ".vlf")).IgnoreError();
+  // Logs older than the manifest's log number hold only flushed entries.
+  uint64_t log_number;
+  {
+    MutexLock l(&mu_);
+    log_number = log_number_;
+  }
+  Result<std::vector<std::string>> children = env_->GetChildren(dir_);
+  if (!children.ok()) return;
+  for (const std::string& name : *children) {
+    uint64_t number;
+    if (name.size() == 10 && name.ends_with(".log") &&
+        std::sscanf(name.c_str(), "%" SCNu64, &number) == 1 &&
+        number < log_number) {
+      env_->RemoveFile(dir_ + "/" + name).IgnoreError();
+      Log(LogLevel::kDebug, "deleted flushed log " + name);
+    }
+  }
+}
+
+Status DBImpl::RemoveOrphans() {
+  std::set<uint64_t> live_tables, live_values;
+  uint64_t log_number, manifest;
+  {
+    MutexLock s(&schema_mu_);
+    manifest = manifest_number_;
+  }
+  {
+    MutexLock l(&mu_);
+    log_number = log_number_;
+    for (const auto& level : version_->levels) {
+      for (const auto& f : level) {
+        live_tables.insert(f->number);
+        live_values.insert(f->value_files.begin(), f->value_files.end());
+      }
+    }
+  }
+  TABLETFS_ASSIGN_OR_RETURN(std::vector<std::string> children,
+                            env_->GetChildren(dir_));
+  for (const std::string& name : children) {
+    uint64_t number = 0;
+    bool remove = false;
+    if (name.starts_with("MANIFEST-")) {
+      remove = std::sscanf(name.c_str() + 9, "%" SCNu64, &number) == 1 &&
+               number != manifest;
+    } else if (name == "CURRENT.tmp") {
+      remove = true;
+    } else if (std::sscanf(name.c_str(), "%" SCNu64, &number) == 1) {
+      if (name.ends_with(".sst")) remove = live_tables.count(number) == 0;
+      if (name.ends_with(".vlf")) remove = live_values.count(number) == 0;
+      if (name.ends_with(".log")) remove = number < log_number;
+    }
+    if (remove) {
+      Log(LogLevel::kInfo, "removing obsolete file " + name);
+      env_->RemoveFile(dir_ + "/" + name).IgnoreError();
+    }
+  }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// Recovery's flush, memtable freezing
+// ---------------------------------------------------------------------------
+
+uint64_t DBImpl::NewFileNumber() {
+  MutexLock l(&mu_);
+  return next_file_number_++;
+}
+
+std::map<uint32_t, std::shared_ptr<const TableState>> DBImpl::TablesById() {
+  std::map<uint32_t, std::shared_ptr<const TableState>> out;
+  for (const auto& [name, t] : tables_) out[t->id] = t;
+  return out;
+}
+
 Status DBImpl::FinishRecovery(const std::vector<uint64_t>& old_logs) {
-  (void)old_logs;
+  // The replayed entries go to level 0 now, so the old logs can go and the
+  // next open replays only what is written from here on.
+  std::vector<FileMeta> outputs;
+  std::shared_ptr<MemTable> mem;
+  std::map<uint32_t, std::shared_ptr<const TableState>> tables;
+  {
+    MutexLock l(&mu_);
+    mem = mem_;
+    tables = TablesById();
+  }
+  if (mem->entries() > 0) {
+    auto iter = MemTable::NewIterator(mem);
+    TABLETFS_RETURN_IF_ERROR(WriteTables(iter.get(), tables, nullptr, 0,
+                                         /*move_large_values=*/true, &outputs));
+  }
+  uint64_t new_log = NewFileNumber();
+  {
+    MutexLock l(&mu_);
+    VersionEdit edit;
+    edit.added_files = outputs;
+    edit.log_number = new_log;
+    TABLETFS_RETURN_IF_ERROR(ApplyEdit(edit));
+    mem_ = std::make_shared<MemTable>();
+    if (!outputs.empty()) ++stat_flushes_;
+  }
   {
     MutexLock s(&schema_mu_);
     TABLETFS_RETURN_IF_ERROR(WriteNewManifest());
   }
-  return NewLogFile();
+  std::string path = FileName(new_log, ".log");
+  TABLETFS_ASSIGN_OR_RETURN(auto file, env_->NewWritableFile(path));
+  log_ = std::make_unique<LogWriter>(std::move(file));
+  {
+    MutexLock l(&mu_);
+    current_log_number_ = new_log;
+  }
+  if (!old_logs.empty()) {
+    Log(LogLevel::kInfo, "recovered " + std::to_string(old_logs.size()) +
+                             " logs into " + std::to_string(outputs.size()) +
+                             " level-0 files");
+  }
+  return RemoveOrphans();
+}
+
+Status DBImpl::NewLogFile() {
+  uint64_t number = NewFileNumber();
+  std::string path = FileName(number, ".log");
+  TABLETFS_ASSIGN_OR_RETURN(auto file, env_->NewWritableFile(path));
+  log_ = std::make_unique<LogWriter>(std::move(file));
+  MutexLock l(&mu_);
+  current_log_number_ = number;
+  return Status::OK();
 }
 
 void DBImpl::RollLogAfterFailure() {
@@ -27,18 +227,73 @@ void DBImpl::RollLogAfterFailure() {
   current_log_number_ = number;
 }
 
-Status DBImpl::MakeRoomForWrite() { return Status::OK(); }
+Status DBImpl::FreezeMemtable() {
+  // Creating the file under mu_ is rare (once per memtable) and keeps the
+  // switch atomic for the queue.
+  uint64_t number = next_file_number_++;
+  std::string path = FileName(number, ".log");
+  Result<std::unique_ptr<WritableFile>> file = env_->NewWritableFile(path);
+  if (!file.ok()) return file.status().WithContext("new log");
+  // Hands the old log's tail to the OS: its entries must survive a crash of
+  // the process until the flush commits them.
+  Status s = log_->Close();
+  if (!s.ok()) return s;
+  log_ = std::make_unique<LogWriter>(std::move(*file));
+  current_log_number_ = number;
+  imm_.push_back({mem_, number});
+  mem_ = std::make_shared<MemTable>();
+  bg_paused_ = false;
+  bg_cv_.Signal();
+  return Status::OK();
+}
+
+Status DBImpl::MakeRoomForWrite() {
+  bool stalled = false;
+  while (true) {
+    if (!bg_error_.ok()) return bg_error_;
+    int l0 = static_cast<int>(version_->levels[0].size());
+    bool full = mem_->ApproximateMemoryUsage() >= options_.memtable_bytes;
+    if (!full && l0 < kL0StopWrites) return Status::OK();
+    if (l0 >= kL0StopWrites || static_cast<int>(imm_.size()) >=
+                                   std::max(1, options_.max_frozen_memtables)) {
+      // Flushes or compactions fell behind: wait rather than grow memory
+      // or level 0 without bound.
+      if (!stalled) ++stat_write_stalls_;
+      stalled = true;
+      if (bg_paused_) {
+        bg_paused_ = false;
+      }
+      bg_cv_.Signal();
+      Await(&done_cv_);
+      if (bg_paused_) {
+        return Status::NoSpace("write stalled: background work is out of space",
+                               dir_);
+      }
+      continue;
+    }
+    TABLETFS_RETURN_IF_ERROR(FreezeMemtable());
+  }
+}
 
 Status DBImpl::SyncOrFlushRequest(bool flush_memtable) {
-  (void)flush_memtable;
   Writer w(&mu_);
+  w.flush = flush_memtable;
   MutexLock l(&mu_);
   writers_.push_back(&w);
   while (&w != writers_.front()) Await(&w.cv);
   Status status = bg_error_;
-  if (status.ok()) {
+  std::shared_ptr<MemTable> target;
+  if (status.ok() && flush_memtable) {
+    if (mem_->entries() > 0) {
+      status = FreezeMemtable();
+      if (status.ok()) target = imm_.back().mem;
+    } else if (!imm_.empty()) {
+      target = imm_.back().mem;
+    }
+  } else if (status.ok()) {
+    LogWriter* log = log_.get();
     mu_.Unlock();
-    status = log_->Sync();
+    status = log->Sync();
     mu_.Lock();
     if (status.ok()) {
       ++stat_log_syncs_;
@@ -48,44 +303,572 @@ Status DBImpl::SyncOrFlushRequest(bool flush_memtable) {
   }
   writers_.pop_front();
   if (!writers_.empty()) writers_.front()->cv.Signal();
+  if (target != nullptr) {
+    bg_paused_ = false;
+    bg_cv_.Signal();
+    auto pending = [&]() REQUIRES(mu_) {
+      for (const Immutable& imm : imm_) {
+        if (imm.mem == target) return true;
+      }
+      return false;
+    };
+    while (bg_error_.ok() && !bg_paused_ && pending()) Await(&done_cv_);
+    if (bg_error_.ok() && bg_paused_ && pending()) {
+      return Status::NoSpace("flush: out of space", dir_);
+    }
+    status = bg_error_;
+  }
   return status;
 }
 
-void DBImpl::StartBackground() {}
-void DBImpl::StopBackground() {}
+// ---------------------------------------------------------------------------
+// The background thread
+// ---------------------------------------------------------------------------
+
+void DBImpl::StartBackground() {
+  bg_thread_ = std::thread([this] { BackgroundLoop(); });
+}
+
+void DBImpl::StopBackground() {
+  {
+    MutexLock l(&mu_);
+    shutting_down_ = true;
+    bg_cv_.SignalAll();
+  }
+  if (bg_thread_.joinable()) bg_thread_.join();
+  closing_.store(true);
+}
+
+bool DBImpl::NeedsCompaction() {
+  Compaction c;
+  return PickCompaction(&c);
+}
+
+bool DBImpl::HasBackgroundWork() {
+  if (!bg_error_.ok() || bg_paused_) return false;
+  return !imm_.empty() || manual_requested_ > manual_completed_ ||
+         NeedsCompaction();
+}
+
+void DBImpl::BackgroundLoop() {
+  MutexLock l(&mu_);
+  while (true) {
+    while (!shutting_down_ && !HasBackgroundWork()) Await(&bg_cv_);
+    if (shutting_down_) break;
+    bg_busy_ = true;
+    Status s;
+    if (!imm_.empty()) {
+      s = FlushImmutable();
+    } else if (manual_requested_ > manual_completed_) {
+      uint64_t ticket = manual_requested_;
+      Compaction c;
+      PickManualCompaction(&c);
+      if (!c.inputs[0].empty()) s = RunCompaction(c);
+      if (s.ok()) manual_completed_ = ticket;
+    } else {
+      Compaction c;
+      if (PickCompaction(&c)) s = RunCompaction(c);
+    }
+    if (s.IsNoSpace()) {
+      // Not sticky: work resumes when a write or request clears the pause.
+      bg_paused_ = true;
+      Log(LogLevel::kWarning, "background work paused: " + s.ToString());
+    } else if (!s.ok() && bg_error_.ok()) {
+      bg_error_ = s;
+      Log(LogLevel::kError, "background error: " + s.ToString());
+    }
+    bg_busy_ = false;
+    mu_.Unlock();
+    DeleteObsoleteFiles();
+    mu_.Lock();
+    done_cv_.SignalAll();
+  }
+}
+
+TableOptions DBImpl::MakeTableOptions() {
+  TableOptions to;
+  to.block_size = options_.block_size;
+  to.bloom_bits_per_key = options_.bloom_bits_per_key;
+  to.block_cache = block_cache_.get();
+  // See store/doc/key_format.md "Bloom filter keys": markers add keys of
+  // their own so a cell read can tell whether a file may hold a marker
+  // covering the cell.
+  to.filter_keys = [](std::string_view key,
+                      std::vector<std::string_view>* out) {
+    ParsedKey p;
+    if (!ParseInternalKey(key, &p)) {
+      out->push_back(key);
+      return;
+    }
+    out->push_back(p.row_prefix);
+    switch (p.section) {
+      case KeySection::kRowMarker:
+        out->push_back(key.substr(0, p.row_prefix.size() + 1));
+        break;
+      case KeySection::kFamilyMarker:
+        out->push_back(key.substr(0, p.row_prefix.size() + 5));
+        break;
+      default:
+        out->push_back(p.cell_prefix);
+        break;
+    }
+  };
+  return to;
+}
+
+Status DBImpl::WriteTables(
+    Iterator* iter,
+    const std::map<uint32_t, std::shared_ptr<const TableState>>& tables,
+    CompactionFilter* filter, int level, bool move_large_values,
+    std::vector<FileMeta>* outputs) {
+  TableOptions to = MakeTableOptions();
+  // Per block, the compression of the family its first key belongs to.
+  to.compression = [&tables](std::string_view first_key) {
+    ParsedKey p;
+    if (!ParseInternalKey(first_key, &p) ||
+        p.section == KeySection::kRowMarker) {
+      return Compression::kLz4;
+    }
+    auto t = tables.find(p.table_id);
+    if (t == tables.end()) return Compression::kLz4;
+    const FamilyState* f = t->second->FindFamilyById(p.family_id);
+    return f == nullptr ? Compression::kLz4 : f->settings.compression;
+  };
+
+  std::unique_ptr<WritableFile> file;
+  std::unique_ptr<TableBuilder> builder;
+  FileMeta meta;
+  std::string last_row;
+  std::unique_ptr<ValueFileWriter> values;
+  std::vector<std::string> created;
+  Status s;
+
+  auto finish_file = [&]() -> Status {
+    Status fs = builder->Finish();
+    if (fs.ok()) fs = file->Sync();
+    if (fs.ok()) fs = file->Close();
+    meta.size = builder->FileSize();
+    meta.smallest = builder->smallest_key();
+    meta.largest = builder->largest_key();
+    std::sort(meta.value_files.begin(), meta.value_files.end());
+    meta.value_files.erase(
+        std::unique(meta.value_files.begin(), meta.value_files.end()),
+        meta.value_files.end());
+    builder.reset();
+    file.reset();
+    if (fs.ok()) outputs->push_back(meta);
+    return fs.WithContext(TableFileName(dir_, meta.number));
+  };
+
+  ParsedKey p;
+  std::string key_buf, value_buf;
+  for (iter->SeekToFirst(); s.ok() && iter->Valid(); iter->Next()) {
+    std::string_view key = iter->key();
+    std::string_view value = iter->value();
+    if (!ParseInternalKey(key, &p)) {
+      s = Status::Corruption("malformed internal key during flush/compaction");
+      break;
+    }
+    if (filter != nullptr && !filter->Keep(p)) continue;
+    if (builder != nullptr &&
+        (p.table_id != meta.tablet_id ||
+         (builder->FileSize() >= options_.target_file_bytes &&
+          p.row_prefix != last_row))) {
+      s = finish_file();
+      if (!s.ok()) break;
+    }
+    if (builder == nullptr) {
+      meta = FileMeta();
+      meta.number = NewFileNumber();
+      meta.level = level;
+      meta.tablet_id = p.table_id;
+      std::string path = TableFileName(dir_, meta.number);
+      Result<std::unique_ptr<WritableFile>> f = env_->NewWritableFile(path);
+      if (!f.ok()) {
+        s = f.status().WithContext(path);
+        break;
+      }
+      created.push_back(path);
+      file = std::move(*f);
+      builder = std::make_unique<TableBuilder>(to, file.get());
+    }
+    if (move_large_values && p.kind == EntryKind::kPut &&
+        value.size() >= options_.large_value_bytes) {
+      if (values == nullptr) {
+        uint64_t vn = NewFileNumber();
+        std::string vpath = FileName(vn, ".vlf");
+        auto w = ValueFileWriter::Create(env_, vpath, vn);
+        if (!w.ok()) {
+          s = w.status();
+          break;
+        }
+        created.push_back(vpath);
+        values = std::move(*w);
+      }
+      Result<ValueRef> ref = values->Add(value);
+      if (!ref.ok()) {
+        s = ref.status();
+        break;
+      }
+      // Same key but kind 6: the sequence number keeps its place in order.
+      key_buf.assign(key.substr(0, key.size() - 8));
+      AppendTrailer(&key_buf, p.seq, EntryKind::kPutValueRef);
+      value_buf.clear();
+      ref->EncodeTo(&value_buf);
+      key = key_buf;
+      value = value_buf;
+      meta.value_files.push_back(ref->file_number);
+    } else if (p.kind == EntryKind::kPutValueRef) {
+      Result<ValueRef> ref = ValueRef::DecodeFrom(value);
+      if (!ref.ok()) {
+        s = ref.status();
+        break;
+      }
+      meta.value_files.push_back(ref->file_number);
+    }
+    builder->Add(key, value);
+    last_row.assign(p.row_prefix);
+  }
+  if (s.ok()) s = iter->status();
+  if (s.ok() && builder != nullptr) s = finish_file();
+  // The value file must be durable before any table naming it is committed.
+  if (s.ok() && values != nullptr) s = values->Sync();
+  if (s.ok() && values != nullptr) s = values->Close();
+  if (!s.ok()) {
+    if (builder != nullptr) builder->Abandon();
+    builder.reset();
+    file.reset();
+    values.reset();
+    for (const std::string& path : created)
+      env_->RemoveFile(path).IgnoreError();
+    outputs->clear();
+    return s;
+  }
+  if (values != nullptr) {
+    MutexLock l(&files_mu_);
+    value_file_sizes_[values->file_number()] = values->size();
+  }
+  uint64_t bytes = 0;
+  for (const FileMeta& f : *outputs) bytes += f.size;
+  if (values != nullptr) bytes += values->size();
+  MutexLock l(&mu_);
+  stat_bytes_disk_ += bytes;
+  return Status::OK();
+}
+
+Status DBImpl::FlushImmutable() {
+  Immutable imm = imm_.front();
+  auto tables = TablesById();
+  VersionEdit edit;
+  edit.log_number = imm.next_log_number;
+  edit.last_sequence = last_seq_;
+  edit.last_timestamp = last_ts_;
+  mu_.Unlock();
+  auto iter = MemTable::NewIterator(imm.mem);
+  Status s = WriteTables(iter.get(), tables, nullptr, 0,
+                         /*move_large_values=*/true, &edit.added_files);
+  if (s.ok()) {
+    MutexLock sl(&schema_mu_);
+    s = LogEdit(edit);
+  }
+  mu_.Lock();
+  if (!s.ok()) {
+    for (const FileMeta& f : edit.added_files) {
+      env_->RemoveFile(TableFileName(dir_, f.number)).IgnoreError();
+    }
+    return s.WithContext("flush");
+  }
+  s = ApplyEdit(edit);
+  imm_.pop_front();
+  ++stat_flushes_;
+  Log(LogLevel::kInfo,
+      "flushed memtable (" + std::to_string(imm.mem->entries()) +
+          " entries) into " + std::to_string(edit.added_files.size()) +
+          " level-0 files");
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Compaction
+// ---------------------------------------------------------------------------
+
+namespace {
+
+uint64_t MaxBytesForLevel(const Options& options, int level) {
+  // Level 1 holds ten target-sized files; each deeper level ten times more.
+  uint64_t bytes = 10 * std::max<uint64_t>(options.target_file_bytes, 1 << 16);
+  for (int i = 1; i < level; ++i) bytes *= 10;
+  return bytes;
+}
+
+void RowRange(const std::vector<std::shared_ptr<const FileMeta>>& files,
+              std::string* lo, std::string* hi) {
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::string a = RowPrefixOf(files[i]->smallest);
+    std::string b = RowPrefixOf(files[i]->largest);
+    if (i == 0 || a < *lo) *lo = a;
+    if (i == 0 || b > *hi) *hi = b;
+  }
+}
+
+}  // namespace
+
+bool DBImpl::PickCompaction(Compaction* c) {
+  const Version& v = *version_;
+  double best = 0;
+  int best_level = -1;
+  double l0 = static_cast<double>(v.levels[0].size()) / kL0CompactionTrigger;
+  if (l0 >= 1) {
+    best = l0;
+    best_level = 0;
+  }
+  for (int level = 1; level < Version::kNumLevels - 1; ++level) {
+    uint64_t bytes = 0;
+    for (const auto& f : v.levels[level]) bytes += f->size;
+    double score = static_cast<double>(bytes) /
+                   static_cast<double>(MaxBytesForLevel(options_, level));
+    if (score >= 1 && score > best) {
+      best = score;
+      best_level = level;
+    }
+  }
+  if (best_level < 0) return false;
+  c->level = best_level;
+  c->output_level = best_level + 1;
+  if (best_level == 0) {
+    c->inputs[0] = v.levels[0];
+  } else {
+    // Round robin through the level's rows, so every row range gets its
+    // turn (LevelDB's compact pointer).
+    const auto& files = v.levels[best_level];
+    std::shared_ptr<const FileMeta> pick = files.front();
+    for (const auto& f : files) {
+      if (f->largest > compact_pointer_[best_level]) {
+        pick = f;
+        break;
+      }
+    }
+    c->inputs[0] = {pick};
+    compact_pointer_[best_level] = pick->largest;
+  }
+  std::string lo, hi;
+  RowRange(c->inputs[0], &lo, &hi);
+  for (const auto& f : v.levels[c->output_level]) {
+    if (RowsOverlap(*f, lo, hi)) c->inputs[1].push_back(f);
+  }
+  if (!c->inputs[1].empty()) {
+    std::string lo1, hi1;
+    RowRange(c->inputs[1], &lo1, &hi1);
+    lo = std::min(lo, lo1);
+    hi = std::max(hi, hi1);
+  }
+  c->bottom = true;
+  for (int level = c->output_level + 1; level < Version::kNumLevels; ++level) {
+    for (const auto& f : v.levels[level]) {
+      if (RowsOverlap(*f, lo, hi)) c->bottom = false;
+    }
+  }
+  return true;
+}
+
+void DBImpl::PickManualCompaction(Compaction* c) {
+  const Version& v = *version_;
+  int deepest = 1;
+  for (int level = 1; level < Version::kNumLevels; ++level) {
+    if (!v.levels[level].empty()) deepest = level;
+  }
+  c->manual = true;
+  c->level = 0;
+  c->output_level = deepest;
+  c->bottom = true;
+  for (int level = 0; level < Version::kNumLevels; ++level) {
+    for (const auto& f : v.levels[level]) c->inputs[0].push_back(f);
+  }
+}
+
+Status DBImpl::RunCompaction(const Compaction& c) {
+  auto tables = TablesById();
+  uint64_t view = snapshots_.empty() ? last_seq_ : *snapshots_.begin();
+  uint64_t epoch_view = snapshots_.empty() ? kMaxSequence : view;
+  VersionEdit edit;
+  for (int which = 0; which < 2; ++which) {
+    for (const auto& f : c.inputs[which]) {
+      edit.deleted_files.push_back({f->level, f->number});
+    }
+  }
+  mu_.Unlock();
+  std::vector<std::unique_ptr<Iterator>> children;
+  Status s;
+  uint64_t input_bytes = 0;
+  for (int which = 0; which < 2 && s.ok(); ++which) {
+    for (const auto& f : c.inputs[which]) {
+      input_bytes += f->size;
+      Result<std::shared_ptr<Table>> t = table_cache_->Get(f->number, f->size);
+      if (!t.ok()) {
+        s = t.status();
+        break;
+      }
+      children.push_back((*t)->NewIterator(/*fill_cache=*/false));
+    }
+  }
+  CompactionFilter filter(tables, c.bottom, view, epoch_view,
+                          env_->NowMicros());
+  if (s.ok()) {
+    auto merged = NewMergingIterator(std::move(children));
+    s = WriteTables(merged.get(), tables, &filter, c.output_level,
+                    /*move_large_values=*/false, &edit.added_files);
+  }
+  if (s.ok()) {
+    MutexLock sl(&schema_mu_);
+    s = LogEdit(edit);
+  }
+  mu_.Lock();
+  if (!s.ok()) {
+    for (const FileMeta& f : edit.added_files) {
+      env_->RemoveFile(TableFileName(dir_, f.number)).IgnoreError();
+    }
+    return s.WithContext("compaction of level " + std::to_string(c.level));
+  }
+  s = ApplyEdit(edit);
+  ++stat_compactions_;
+  uint64_t output_bytes = 0;
+  for (const FileMeta& f : edit.added_files) output_bytes += f.size;
+  Log(LogLevel::kInfo,
+      "compacted " + std::to_string(edit.deleted_files.size()) + " files (" +
+          std::to_string(input_bytes) + " bytes) from level " +
+          std::to_string(c.level) + " into " +
+          std::to_string(edit.added_files.size()) + " files (" +
+          std::to_string(output_bytes) + " bytes) at level " +
+          std::to_string(c.output_level) + (c.bottom ? ", bottom" : "") +
+          ", dropped " + std::to_string(filter.dropped()) + " entries");
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Reads from files
+// ---------------------------------------------------------------------------
 
 void DBImpl::AddFileIterators(
-    const ReadState& state, std::string_view bloom_key,
+    const ReadState& state, std::string_view row_prefix,
+    const std::vector<std::string>& bloom_keys,
     std::vector<std::unique_ptr<Iterator>>* children) {
-  (void)state;
-  (void)bloom_key;
-  (void)children;
+  for (const auto& level : state.version->levels) {
+    for (const auto& f : level) {
+      if (f->tablet_id != state.table->id) continue;
+      if (!row_prefix.empty() && (row_prefix < RowPrefixOf(f->smallest) ||
+                                  row_prefix > RowPrefixOf(f->largest))) {
+        continue;
+      }
+      Result<std::shared_ptr<Table>> t = table_cache_->Get(f->number, f->size);
+      if (!t.ok()) {
+        children->push_back(NewEmptyIterator(t.status()));
+        continue;
+      }
+      bool may_contain = bloom_keys.empty();
+      for (const std::string& k : bloom_keys) {
+        if ((*t)->MayContain(k)) {
+          may_contain = true;
+          break;
+        }
+      }
+      if (!may_contain) {
+        stat_bloom_useful_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      children->push_back((*t)->NewIterator());
+    }
+  }
 }
 
 uint64_t DBImpl::ValueRefSize(std::string_view ref) {
-  (void)ref;
-  return 0;
+  Result<ValueRef> r = ValueRef::DecodeFrom(ref);
+  return r.ok() ? r->size : 0;
+}
+
+Result<std::shared_ptr<ValueFileReader>> DBImpl::GetValueReader(
+    uint64_t number) {
+  {
+    MutexLock l(&files_mu_);
+    auto it = value_readers_.find(number);
+    if (it != value_readers_.end()) return it->second;
+  }
+  TABLETFS_ASSIGN_OR_RETURN(
+      std::unique_ptr<ValueFileReader> reader,
+      ValueFileReader::Open(env_, FileName(number, ".vlf")));
+  std::shared_ptr<ValueFileReader> shared = std::move(reader);
+  MutexLock l(&files_mu_);
+  value_readers_[number] = shared;
+  return shared;
 }
 
 Result<std::string> DBImpl::LoadValue(EntryKind kind, std::string_view raw) {
   if (kind == EntryKind::kPut) return std::string(raw);
-  return Status::NotSupported("value-file references");
+  TABLETFS_ASSIGN_OR_RETURN(ValueRef ref, ValueRef::DecodeFrom(raw));
+  TABLETFS_ASSIGN_OR_RETURN(std::shared_ptr<ValueFileReader> reader,
+                            GetValueReader(ref.file_number));
+  return reader->Read(ref);
 }
 
+// ---------------------------------------------------------------------------
+// Maintenance calls
+// ---------------------------------------------------------------------------
+
 Status DBImpl::Flush() { return SyncOrFlushRequest(/*flush_memtable=*/true); }
-Status DBImpl::CompactAll() { return Flush(); }
-Status DBImpl::WaitForIdle() {
+
+Status DBImpl::CompactAll() {
+  TABLETFS_RETURN_IF_ERROR(Flush());
   MutexLock l(&mu_);
+  uint64_t ticket = ++manual_requested_;
+  bg_paused_ = false;
+  bg_cv_.Signal();
+  while (bg_error_.ok() && !bg_paused_ && manual_completed_ < ticket) {
+    Await(&done_cv_);
+  }
+  if (bg_error_.ok() && manual_completed_ < ticket) {
+    return Status::NoSpace("compaction: out of space", dir_);
+  }
   return bg_error_;
 }
-Status DBImpl::Verify() {
+
+Status DBImpl::WaitForIdle() {
   MutexLock l(&mu_);
+  while (bg_error_.ok() && !bg_paused_ &&
+         (bg_busy_ || !imm_.empty() || manual_requested_ > manual_completed_ ||
+          NeedsCompaction())) {
+    bg_cv_.Signal();
+    Await(&done_cv_);
+  }
   return bg_error_;
+}
+
+Status DBImpl::Verify() {
+  std::shared_ptr<const Version> v;
+  {
+    MutexLock l(&mu_);
+    v = version_;
+  }
+  std::set<uint64_t> value_files;
+  for (const auto& level : v->levels) {
+    for (const auto& f : level) {
+      Result<std::shared_ptr<Table>> t = table_cache_->Get(f->number, f->size);
+      if (!t.ok()) return t.status();
+      TABLETFS_RETURN_IF_ERROR((*t)->VerifyChecksums());
+      value_files.insert(f->value_files.begin(), f->value_files.end());
+    }
+  }
+  for (uint64_t vf : value_files) {
+    TABLETFS_RETURN_IF_ERROR(VerifyValueFile(env_, FileName(vf, ".vlf")));
+  }
+  return Status::OK();
 }
 
 DbStats DBImpl::GetStats() {
-  MutexLock l(&mu_);
   DbStats s;
+  {
+    MutexLock l(&files_mu_);
+    for (const auto& [n, size] : value_file_sizes_) s.value_file_bytes += size;
+  }
+  MutexLock l(&mu_);
   s.memtable_bytes = mem_->ApproximateMemoryUsage();
   for (const Immutable& imm : imm_) {
     s.memtable_bytes += imm.mem->ApproximateMemoryUsage();
@@ -103,9 +886,13 @@ DbStats DBImpl::GetStats() {
   s.log_bytes = log_file_bytes_;
   s.flushes = stat_flushes_;
   s.compactions = stat_compactions_;
+  s.compactions_pending = NeedsCompaction() ? 1 : 0;
   s.bytes_written_by_user = stat_bytes_user_;
   s.bytes_written_to_disk = stat_bytes_disk_;
   s.log_syncs = stat_log_syncs_;
+  s.block_cache_hits = block_cache_->hits();
+  s.block_cache_misses = block_cache_->misses();
+  s.bloom_useful = stat_bloom_useful_.load(std::memory_order_relaxed);
   s.write_stalls = stat_write_stalls_;
   s.last_sequence = last_seq_;
   s.last_timestamp = last_ts_;

@@ -108,6 +108,9 @@ DBImpl::DBImpl(const Options& options, std::string dir)
     : options_(options),
       env_(options.env != nullptr ? options.env : Env::Default()),
       dir_(std::move(dir)) {
+  block_cache_ = std::make_unique<BlockCache>(options_.block_cache_bytes);
+  table_cache_ = std::make_unique<TableCache>(
+      env_, dir_, MakeTableOptions(), std::max(1, options_.max_open_tables));
   MutexLock l(&mu_);
   mem_ = std::make_shared<MemTable>();
   version_ = std::make_shared<Version>();
@@ -115,7 +118,6 @@ DBImpl::DBImpl(const Options& options, std::string dir)
 
 DBImpl::~DBImpl() {
   StopBackground();
-  MutexLock l(&mu_);
   if (log_ != nullptr) {
     // Closing syncs so a clean shutdown never loses an acknowledged write.
     log_->Sync().IgnoreError();
@@ -260,7 +262,7 @@ Status DBImpl::ApplyEdit(const VersionEdit& edit) {
         return Status::Corruption("manifest: bad level " +
                                   std::to_string(f.level));
       }
-      v->levels[f.level].push_back(std::make_shared<const FileMeta>(f));
+      v->levels[f.level].push_back(MakeLiveFile(f));
     }
     SortLevels(v.get());
     version_ = std::move(v);
@@ -357,8 +359,15 @@ Status DBImpl::LogEdit(const VersionEdit& edit) {
     // when applied; apply-after-log keeps the order: log, then apply.
     TABLETFS_RETURN_IF_ERROR(WriteNewManifest());
   }
+  // Every edit carries the file-number high-water mark, so no number handed
+  // out before it (a table, a value file, a log) is ever handed out again.
+  VersionEdit stamped = edit;
+  {
+    MutexLock l(&mu_);
+    stamped.next_file_number = next_file_number_;
+  }
   std::string record;
-  edit.EncodeTo(&record);
+  stamped.EncodeTo(&record);
   Status s = manifest_->AddRecord(record);
   if (s.ok()) s = manifest_->Sync();
   if (!s.ok()) {
@@ -377,10 +386,9 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
     uint64_t number;
     std::string suffix;
     if (!ParseFileName(name, &number, &suffix)) continue;
-    if (suffix == ".log") {
-      next_file_number_ = std::max(next_file_number_, number + 1);
-      if (number >= log_number_) logs.push_back(number);
-    }
+    // Any numbered file, even an orphan, keeps its number from reuse.
+    next_file_number_ = std::max(next_file_number_, number + 1);
+    if (suffix == ".log" && number >= log_number_) logs.push_back(number);
   }
   std::sort(logs.begin(), logs.end());
   for (uint64_t number : logs) {
@@ -430,20 +438,6 @@ Status DBImpl::ReplayLogRecord(std::string_view record,
   }
   last_seq_ = std::max(last_seq_, seq);
   last_ts_ = std::max(last_ts_, static_cast<int64_t>(ts));
-  return Status::OK();
-}
-
-Status DBImpl::NewLogFile() {
-  uint64_t number;
-  {
-    MutexLock l(&mu_);
-    number = next_file_number_++;
-  }
-  std::string path = FileName(number, ".log");
-  TABLETFS_ASSIGN_OR_RETURN(auto file, env_->NewWritableFile(path));
-  log_ = std::make_unique<LogWriter>(std::move(file));
-  MutexLock l(&mu_);
-  current_log_number_ = number;
   return Status::OK();
 }
 
@@ -925,10 +919,13 @@ Result<DBImpl::ReadState> DBImpl::PinReadState(std::string_view table,
 
 std::unique_ptr<CellCursor> DBImpl::NewCursor(
     const ReadState& state, const ReadOptions& options, std::string start_row,
-    std::string end_row, std::string prefix, std::string_view bloom_key) {
+    std::string end_row, std::string prefix,
+    std::vector<std::string> bloom_keys) {
   std::vector<std::unique_ptr<Iterator>> children;
   for (const auto& m : state.mems) children.push_back(MemTable::NewIterator(m));
-  AddFileIterators(state, bloom_key, &children);
+  std::string row_prefix;
+  if (!bloom_keys.empty()) row_prefix = RowPrefix(state.table->id, start_row);
+  AddFileIterators(state, row_prefix, bloom_keys, &children);
   CursorOptions co;
   co.view_seq = state.view_seq;
   co.epoch_view_seq = state.epoch_view;
@@ -950,8 +947,8 @@ Result<Row> DBImpl::ReadRow(std::string_view table, std::string_view row,
   TABLETFS_ASSIGN_OR_RETURN(ReadState state, PinReadState(table, options));
   std::string end(row);
   end.push_back('\0');  // the first row after `row`
-  std::string row_bloom = RowPrefix(state.table->id, row);
-  auto cursor = NewCursor(state, options, std::string(row), end, {}, row_bloom);
+  auto cursor = NewCursor(state, options, std::string(row), end, {},
+                          {RowPrefix(state.table->id, row)});
   Row out;
   out.key = std::string(row);
   for (cursor->Seek(row); cursor->Valid(); cursor->Next()) {
@@ -984,9 +981,15 @@ Result<std::vector<Cell>> DBImpl::ReadCell(std::string_view table,
   cell_options.columns = {Column{std::string(family), std::string(qualifier)}};
   std::string end(row);
   end.push_back('\0');
-  std::string cell_bloom = CellPrefix(state.table->id, row, fs->id, qualifier);
+  // A file matters when it may hold the cell or a row / family marker of
+  // the row (their own Bloom keys, see store/doc/key_format.md).
+  std::string row_marker = RowPrefix(state.table->id, row) + '\x01';
+  std::string family_prefix = FamilyPrefix(state.table->id, row, fs->id);
+  std::vector<std::string> bloom_keys = {
+      CellPrefix(state.table->id, row, fs->id, qualifier), row_marker,
+      family_prefix};
   auto cursor =
-      NewCursor(state, cell_options, std::string(row), end, {}, cell_bloom);
+      NewCursor(state, cell_options, std::string(row), end, {}, bloom_keys);
   std::vector<Cell> out;
   for (cursor->Seek(row, family, qualifier);
        cursor->Valid() && cursor->family_id() == fs->id &&

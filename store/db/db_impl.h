@@ -34,13 +34,16 @@
 #include "store/db/schema_state.h"
 #include "store/db/version_edit.h"
 #include "store/env.h"
+#include "store/table/block_cache.h"
+#include "store/table/table_cache.h"
 #include "store/util/mutex.h"
 #include "store/wal/log_writer.h"
+#include "store/wal/value_file.h"
 
 namespace tabletfs {
 
-class TableCache;
-class BlockCache;
+class CompactionFilter;
+class ValueFileReader;
 
 // The set of live SSTables, per level. Immutable once built; shared by
 // readers, scanners and compactions that use it.
@@ -153,10 +156,12 @@ class DBImpl final : public DB {
                                         const ReadOptions& options,
                                         std::string start_row,
                                         std::string end_row, std::string prefix,
-                                        std::string_view bloom_key);
-  // Adds iterators over the files of `state` that may hold `bloom_key`
-  // (empty: all files).
-  void AddFileIterators(const ReadState& state, std::string_view bloom_key,
+                                        std::vector<std::string> bloom_keys);
+  // Adds iterators over the files of `state`'s table; for a point read
+  // (row_prefix not empty) only those whose rows include it and whose
+  // Bloom filter may hold one of `bloom_keys`.
+  void AddFileIterators(const ReadState& state, std::string_view row_prefix,
+                        const std::vector<std::string>& bloom_keys,
                         std::vector<std::unique_ptr<Iterator>>* children);
   static uint64_t ValueRefSize(std::string_view ref);
   // Resolves a value of a cursor position (large values: M2).
@@ -195,6 +200,48 @@ class DBImpl final : public DB {
   Status SyncOrFlushRequest(bool flush_memtable) EXCLUDES(mu_);
   void StartBackground() EXCLUDES(mu_);
   void StopBackground() EXCLUDES(mu_);
+
+  // ---- Background work (db_background.cc) ----
+  struct Compaction {
+    int level = 0;  // input level; inputs[1] come from level + 1
+    int output_level = 1;
+    std::vector<std::shared_ptr<const FileMeta>> inputs[2];
+    bool bottom = false;
+    bool manual = false;
+  };
+  void BackgroundLoop() EXCLUDES(mu_);
+  bool HasBackgroundWork() REQUIRES(mu_);
+  bool NeedsCompaction() REQUIRES(mu_);
+  // Freezes mem_ and switches to a new log. REQUIRES: front of writers_.
+  Status FreezeMemtable() REQUIRES(mu_);
+  // Flushes imm_.front() (unlocks mu_ while writing).
+  Status FlushImmutable() REQUIRES(mu_);
+  bool PickCompaction(Compaction* c) REQUIRES(mu_);
+  void PickManualCompaction(Compaction* c) REQUIRES(mu_);
+  Status RunCompaction(const Compaction& c) REQUIRES(mu_);
+  // Writes the entries of `iter` that `filter` keeps (all when null) into
+  // new SSTables at `level`, one table's rows per file, cut at row
+  // boundaries after target_file_bytes. With move_large_values, values of
+  // at least large_value_bytes go to a new value file. Files are synced.
+  Status WriteTables(
+      Iterator* iter,
+      const std::map<uint32_t, std::shared_ptr<const TableState>>& tables,
+      class CompactionFilter* filter, int level, bool move_large_values,
+      std::vector<FileMeta>* outputs) EXCLUDES(mu_);
+  std::map<uint32_t, std::shared_ptr<const TableState>> TablesById()
+      REQUIRES(mu_);
+  uint64_t NewFileNumber() EXCLUDES(mu_);
+  // A FileMeta whose last holder marks its files obsolete.
+  std::shared_ptr<const FileMeta> MakeLiveFile(const FileMeta& meta);
+  void FileReleased(uint64_t number, const std::vector<uint64_t>& value_files)
+      EXCLUDES(files_mu_);
+  void DeleteObsoleteFiles() EXCLUDES(mu_, files_mu_);
+  // At open: removes files no version references (outputs of a crashed
+  // flush or compaction, flushed logs, old manifests).
+  Status RemoveOrphans() EXCLUDES(mu_, files_mu_);
+  Result<std::shared_ptr<ValueFileReader>> GetValueReader(uint64_t number)
+      EXCLUDES(files_mu_);
+  TableOptions MakeTableOptions();
   Status ReplayLogRecord(std::string_view record, const std::string& where)
       REQUIRES(mu_);
   std::string FileName(uint64_t number, const char* suffix) const;
@@ -204,6 +251,20 @@ class DBImpl final : public DB {
   Env* const env_;
   const std::string dir_;
   std::unique_ptr<FileLock> lock_;
+  // Set before members are destroyed: released files are then left alone.
+  std::atomic<bool> closing_{false};
+  std::unique_ptr<BlockCache> block_cache_;
+  std::unique_ptr<TableCache> table_cache_;
+  std::atomic<uint64_t> stat_bloom_useful_{0};
+
+  // Leaf lock for file lifetimes (taken inside mu_ when a version dies).
+  Mutex files_mu_ ACQUIRED_AFTER(mu_);
+  std::vector<uint64_t> obsolete_tables_ GUARDED_BY(files_mu_);
+  std::vector<uint64_t> obsolete_value_files_ GUARDED_BY(files_mu_);
+  std::map<uint64_t, int> value_file_refs_ GUARDED_BY(files_mu_);
+  std::map<uint64_t, uint64_t> value_file_sizes_ GUARDED_BY(files_mu_);
+  std::map<uint64_t, std::shared_ptr<ValueFileReader>> value_readers_
+      GUARDED_BY(files_mu_);
 
   // Serializes schema changes and manifest writes. Taken before mu_.
   Mutex schema_mu_ ACQUIRED_BEFORE(mu_);
@@ -224,6 +285,17 @@ class DBImpl final : public DB {
   std::shared_ptr<const Version> version_ GUARDED_BY(mu_);
   std::multiset<uint64_t> snapshots_ GUARDED_BY(mu_);
   Status bg_error_ GUARDED_BY(mu_);
+  std::thread bg_thread_;
+  CondVar bg_cv_{&mu_};    // wakes the background thread
+  CondVar done_cv_{&mu_};  // background work finished a step
+  bool shutting_down_ GUARDED_BY(mu_) = false;
+  bool bg_busy_ GUARDED_BY(mu_) = false;
+  // Out of space in the background: retried once a write or a request
+  // clears it, not sticky.
+  bool bg_paused_ GUARDED_BY(mu_) = false;
+  uint64_t manual_requested_ GUARDED_BY(mu_) = 0;
+  uint64_t manual_completed_ GUARDED_BY(mu_) = 0;
+  std::string compact_pointer_[Version::kNumLevels] GUARDED_BY(mu_);
 
   std::deque<Writer*> writers_ GUARDED_BY(mu_);
   // Owned by the front writer of writers_ while it commits.

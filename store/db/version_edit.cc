@@ -90,6 +90,8 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint64(dst, f.size);
     PutLengthPrefixed(dst, f.smallest);
     PutLengthPrefixed(dst, f.largest);
+    PutVarint32(dst, static_cast<uint32_t>(f.value_files.size()));
+    for (uint64_t v : f.value_files) PutVarint64(dst, v);
   }
   for (const DeletedFile& f : deleted_files) {
     PutVarint32(dst, kDeleteFile);
@@ -161,7 +163,11 @@ Status VersionEdit::DecodeFrom(std::string_view src, std::string_view where) {
           ok = GetVarint32(&in, &f.tablet_id) && GetVarint32(&in, &level) &&
                GetVarint64(&in, &f.number) && GetVarint64(&in, &f.size) &&
                GetString(&in, &f.smallest) && GetString(&in, &f.largest) &&
-               level < 16;
+               GetVarint32(&in, &u32) && level < 16 && u32 <= in.size();
+          for (uint32_t i = 0; ok && i < u32; ++i) {
+            ok = GetVarint64(&in, &u64);
+            f.value_files.push_back(u64);
+          }
           f.level = static_cast<int>(level);
           added_files.push_back(std::move(f));
           break;

@@ -26,6 +26,8 @@ struct FileMeta {
   uint64_t size = 0;
   std::string smallest;  // internal keys, inclusive
   std::string largest;
+  // Value files this table references (kind-6 entries), ascending.
+  std::vector<uint64_t> value_files;
 };
 
 struct VersionEdit {

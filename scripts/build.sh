@@ -5,6 +5,9 @@
 #   scripts/build.sh asan      gcc, RelWithDebInfo, ASan + UBSan   build/asan
 #   scripts/build.sh tsan      clang-14, RelWithDebInfo, TSan,     build/tsan
 #                              -Wthread-safety -Werror
+#   scripts/build.sh fuzz      clang-14, RelWithDebInfo, ASan +    build/fuzz
+#                              UBSan + libFuzzer; builds only the
+#                              fuzz targets (tests/fuzz/*_fuzz.cc)
 #
 # Extra arguments go to cmake's configure step (e.g. -DTABLETFS_BENCH=ON).
 # This is the one definition of each build: tests/run.sh and
@@ -12,7 +15,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-part=${1:?usage: scripts/build.sh release|asan|tsan [cmake args...]}
+targets=()
+part=${1:?usage: scripts/build.sh release|asan|tsan|fuzz [cmake args...]}
 shift
 
 case "$part" in
@@ -26,7 +30,15 @@ case "$part" in
     # Thread-safety warnings are errors under clang (top-level CMakeLists).
     compilers=(CC=clang-14 CXX=clang++-14)
     config=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTABLETFS_SANITIZE=thread) ;;
-  *) echo "scripts/build.sh: unknown build '$part' (release|asan|tsan)" >&2
+  fuzz)
+    # ASan + UBSan, not TSan: the fuzz targets are single-threaded parsers,
+    # where memory errors are what matters. Only the fuzz targets and the
+    # sources they use are built (target tabletfs_fuzzers).
+    compilers=(CC=clang-14 CXX=clang++-14)
+    config=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTABLETFS_SANITIZE=address
+            -DTABLETFS_FUZZ=ON -DTABLETFS_TESTS=OFF)
+    targets=(--target tabletfs_fuzzers) ;;
+  *) echo "scripts/build.sh: unknown build '$part' (release|asan|tsan|fuzz)" >&2
      exit 2 ;;
 esac
 
@@ -39,4 +51,4 @@ fi
 
 env "${compilers[@]}" cmake -S "$root" -B "$dir" "${generator[@]}" \
   "${config[@]}" "$@"
-cmake --build "$dir" -j "${TABLETFS_JOBS:-2}"
+cmake --build "$dir" -j "${TABLETFS_JOBS:-2}" "${targets[@]}"

@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
-# The whole tabletfs test suite: three builds, each built and tested.
+# The whole tabletfs test suite: four builds, each built and tested.
 #
 #   part     build dir      compiler / config               runs            budget
 #   release  build/release  gcc, Release                    all tests        6 min
 #   asan     build/asan     gcc, RelWithDebInfo, ASan+UBSan all tests       12 min
 #   tsan     build/tsan     clang-14, RelWithDebInfo, TSan, label            7 min
 #                           -Wthread-safety -Werror         `concurrency`
-#   whole suite, from clean build dirs, 2 cores:                            25 min
+#   fuzz     build/fuzz     clang-14, RelWithDebInfo,       label `fuzz`     3 min
+#                           ASan+UBSan+libFuzzer            (30 s a target)
+#   whole suite, from clean build dirs, 2 cores:                            28 min
 #
 # Budgets are for a cold build (ccache empty) plus the tests on 2 cores; a
 # part over budget is reported, not failed. Measured on the first 34 sources,
 # cold: release 0:18, asan 0:52 (ASan+UBSan compiles ~3x slower), tsan 0:20
 # for 33 of 38 steps (stopped by a compile error). The tsan part builds everything
 # so that clang checks the lock annotations of all code, but runs only the
-# concurrency tests (later also the fuzzers).
+# concurrency tests. The fuzzers have their own small part: libFuzzer wants
+# ASan for parsers, and TABLETFS_FUZZ instruments every source it builds.
 #
 # Environment:
-#   TABLETFS_TEST_PARTS  parts to run, default "release asan tsan"
+#   TABLETFS_TEST_PARTS  parts to run, default "release asan tsan fuzz"
 #   TABLETFS_JOBS        parallel compile and test jobs, default 2
 #
 # Runs every part even when one fails, exits non-zero if any failed. The last
@@ -26,14 +29,14 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-parts=(${TABLETFS_TEST_PARTS:-release asan tsan})
+parts=(${TABLETFS_TEST_PARTS:-release asan tsan fuzz})
 jobs=${TABLETFS_JOBS:-2}
-declare -A budget_minutes=([release]=6 [asan]=12 [tsan]=7)
-suite_budget_minutes=25
+declare -A budget_minutes=([release]=6 [asan]=12 [tsan]=7 [fuzz]=3)
+suite_budget_minutes=28
 for part in "${parts[@]}"; do
   if [[ -z "${budget_minutes[$part]:-}" ]]; then
     echo "tests/run.sh: unknown part '$part' in TABLETFS_TEST_PARTS" \
-         "(release asan tsan)" >&2
+         "(release asan tsan fuzz)" >&2
     exit 2
   fi
 done
@@ -84,6 +87,8 @@ for part in "${parts[@]}"; do
     if [[ "$part" == tsan ]]; then
       # Concurrency tests may not exist yet; the other parts must have tests.
       ctest_args+=(-L '^concurrency$' --no-tests=ignore)
+    elif [[ "$part" == fuzz ]]; then
+      ctest_args+=(-L '^fuzz$' --no-tests=error)
     else
       ctest_args+=(--no-tests=error)
     fi

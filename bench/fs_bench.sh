@@ -30,12 +30,14 @@ set -euo pipefail
 
 bin_dir="" work="" out=""
 dirs=1000 files=100 ll_dirs=100 big_mib=64 stat_seconds=2 drop_caches=0
+op_timeout=1800  # seconds for any one timed step: a hung mount ends the step
 while (($#)); do
   case "$1" in
     --bin-dir) bin_dir=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    --quick) dirs=10 files=10 ll_dirs=5 big_mib=2 stat_seconds=0.2; shift ;;
+    --quick) dirs=10 files=10 ll_dirs=5 big_mib=2 stat_seconds=0.2
+             op_timeout=60; shift ;;
     --dirs) dirs=$2; shift 2 ;;
     --files) files=$2; shift 2 ;;
     --ll-dirs) ll_dirs=$2; shift 2 ;;
@@ -92,7 +94,7 @@ timed() {
   shift 2
   local t0 t1 rc=0
   t0=$(now)
-  bash -c "$*" >/dev/null 2>"$work/stderr.txt" || rc=$?
+  timeout "$op_timeout" bash -c "$*" >/dev/null 2>"$work/stderr.txt" || rc=$?
   t1=$(now)
   # grep exits 1 when nothing matched: that is not a failure.
   if ((rc > 1)) || { ((rc == 1)) && [[ "$op" != grep* ]]; }; then
@@ -109,7 +111,7 @@ tree() {
   local target=$1 root=$2 ndirs=$3 space_dir=$4 line count
   mkdir -p "$root"
   cold
-  if ! line=$("$fsbench" create "$root" "$ndirs" "$files" 1); then
+  if ! line=$(timeout "$op_timeout" "$fsbench" create "$root" "$ndirs" "$files" 1); then
     missing "$target" "create failed"
     return 1
   fi
@@ -140,14 +142,14 @@ tree() {
 bigfile() {
   local target=$1 path=$2 line
   mkdir -p "$(dirname "$path")"
-  if line=$("$fsbench" write "$path" "$big_mib"); then
+  if line=$(timeout "$op_timeout" "$fsbench" write "$path" "$big_mib"); then
     emit "{\"target\":\"$target\",\"op\":\"seq_write\",\"mb_per_s\":$(json_field "$line" mb_per_s),\"bytes\":$((big_mib << 20))}"
   else
     emit "{\"target\":\"$target\",\"op\":\"seq_write\",\"failed\":1}"
     return 0
   fi
   cold
-  if line=$("$fsbench" read "$path"); then
+  if line=$(timeout "$op_timeout" "$fsbench" read "$path"); then
     emit "{\"target\":\"$target\",\"op\":\"seq_read\",\"mb_per_s\":$(json_field "$line" mb_per_s),\"bytes\":$(json_field "$line" bytes)}"
   else
     emit "{\"target\":\"$target\",\"op\":\"seq_read\",\"failed\":1}"
@@ -157,7 +159,7 @@ bigfile() {
 # statrate TARGET OP PATH
 statrate() {
   local line
-  if line=$("$fsbench" stat "$3" "$stat_seconds"); then
+  if line=$(timeout "$op_timeout" "$fsbench" stat "$3" "$stat_seconds"); then
     emit "{\"target\":\"$1\",\"op\":\"$2\",\"calls_per_s\":$(json_field "$line" calls_per_s)}"
   else
     emit "{\"target\":\"$1\",\"op\":\"$2\",\"failed\":1}"

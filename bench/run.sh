@@ -61,7 +61,7 @@ if ((quick)); then
   set_a=(2000 100) set_b=(500 1000) sync_num=100 per_run_timeout=60
 else
   reps=${reps:-3}
-  set_a=(1000000 100) set_b=(200000 1000) sync_num=10000 per_run_timeout=3600
+  set_a=(1000000 100) set_b=(200000 1000) sync_num=10000 per_run_timeout=1800
 fi
 
 # ---- build -----------------------------------------------------------------

@@ -66,6 +66,8 @@ def cell(values, digits=0):
     med, lo, hi = median_range(values)
     if med is None:
         return "—"
+    if digits and med < 10:
+        digits = 3  # synced writes move a few kB/s
     if len([v for v in values if v is not None]) > 1:
         return f"{num(med, digits)} ({num(lo, digits)}–{num(hi, digits)})"
     return num(med, digits)

@@ -24,7 +24,9 @@ bench_packages=(libleveldb-dev librocksdb-dev libbenchmark-dev)
 case "${1:-test}" in
   build) wanted=("${build_packages[@]}") ;;
   bench) wanted=("${build_packages[@]}" "${bench_packages[@]}") ;;
-  test) wanted=("${build_packages[@]}" "${test_packages[@]}") ;;
+  # The suite runs bench/run.sh --quick (release part), so it needs the
+  # baseline engines too.
+  test) wanted=("${build_packages[@]}" "${test_packages[@]}" "${bench_packages[@]}") ;;
   *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
 esac
 

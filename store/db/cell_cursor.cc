@@ -208,7 +208,7 @@ void CellCursor::FindNext() {
       cell_prefix_.assign(p.cell_prefix);
       qualifier_ = std::move(q);
       cell_del_ = family_del_;
-      rank_ = 0;
+      ranks_.clear();
       emitted_ = 0;
       have_last_ts_ = false;
       if (!ColumnWanted()) {
@@ -237,9 +237,8 @@ void CellCursor::FindNext() {
       iter_->Next();
       continue;
     }
-    uint64_t rank = rank_++;
-    if (family_->Collects(p.seq, options_.epoch_view_seq, rank,
-                          options_.now_micros - p.timestamp)) {
+    if (family_->CollectsNext(p.seq, options_.epoch_view_seq,
+                              options_.now_micros - p.timestamp, &ranks_)) {
       iter_->Next();
       continue;
     }

@@ -20,6 +20,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "store/db/key_format.h"
 #include "store/db/schema_state.h"
@@ -101,7 +102,7 @@ class CellCursor {
   std::string cell_prefix_;
   std::string qualifier_;
   uint64_t cell_del_ = 0;
-  uint64_t rank_ = 0;
+  std::vector<uint64_t> ranks_;  // per GC epoch
   uint32_t emitted_ = 0;
   bool have_last_ts_ = false;
   int64_t last_ts_ = 0;

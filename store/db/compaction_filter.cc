@@ -55,7 +55,7 @@ bool CompactionFilter::Keep(const ParsedKey& p) {
     in_cell_ = true;
     cell_prefix_.assign(p.cell_prefix);
     cell_del_ = family_del_;
-    rank_ = 0;
+    ranks_.clear();
     have_last_ts_ = false;
   }
   if (p.section == KeySection::kCellMarker) {
@@ -70,9 +70,8 @@ bool CompactionFilter::Keep(const ParsedKey& p) {
   have_last_ts_ = true;
   last_ts_ = p.timestamp;
   if (p.seq <= cell_del_ || p.kind == EntryKind::kDeleteVersion) return Drop();
-  uint64_t rank = rank_++;
-  if (family_->Collects(p.seq, epoch_view_seq_, rank,
-                        now_micros_ - p.timestamp)) {
+  if (family_->CollectsNext(p.seq, epoch_view_seq_, now_micros_ - p.timestamp,
+                            &ranks_)) {
     return Drop();
   }
   return true;

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "store/db/key_format.h"
 #include "store/db/schema_state.h"
@@ -62,7 +63,7 @@ class CompactionFilter {
   bool in_cell_ = false;
   std::string cell_prefix_;
   uint64_t cell_del_ = 0;
-  uint64_t rank_ = 0;
+  std::vector<uint64_t> ranks_;  // per GC epoch
   bool have_last_ts_ = false;
   int64_t last_ts_ = 0;
 };

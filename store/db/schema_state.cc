@@ -2,16 +2,22 @@
 
 namespace tabletfs {
 
-bool FamilyState::Collects(uint64_t seq, uint64_t view_seq, uint64_t rank,
-                           int64_t age_micros) const {
+bool FamilyState::CollectsNext(uint64_t seq, uint64_t epoch_view_seq,
+                               int64_t age_micros,
+                               std::vector<uint64_t>* ranks) const {
+  if (ranks->size() < epochs.size()) ranks->resize(epochs.size(), 0);
+  bool collected = false;
   for (size_t i = 0; i < epochs.size(); ++i) {
     const GcEpoch& e = epochs[i];
-    if (e.since > view_seq) break;  // not in force yet at this view
-    // An epoch that ended before the version was written never saw it.
+    // Written after the epoch ended: it never existed in it.
     if (i + 1 < epochs.size() && epochs[i + 1].since <= seq) continue;
-    if (e.policy.Collects(rank, age_micros)) return true;
+    if (e.since <= epoch_view_seq &&
+        e.policy.Collects((*ranks)[i], age_micros)) {
+      collected = true;
+    }
+    ++(*ranks)[i];
   }
-  return false;
+  return collected;
 }
 
 bool FamilyState::NeverCollects() const {

@@ -31,12 +31,17 @@ struct FamilyState {
   FamilySettings settings;      // settings.gc_policy == epochs.back().policy
   std::vector<GcEpoch> epochs;  // ascending `since`; never empty
 
-  // Whether a version written at `seq`, with `rank` live versions newer than
-  // it and `age_micros` old, is collected as seen at `view_seq`: true when
-  // any policy in force between its write and the view collects it (so a
-  // relaxed policy never brings back what a stricter one hid).
-  bool Collects(uint64_t seq, uint64_t view_seq, uint64_t rank,
-                int64_t age_micros) const;
+  // Decides GC for the next live version of a cell, newest first. `ranks`
+  // holds, per epoch, how many newer live versions of the cell existed in
+  // that epoch (start with an empty vector for each cell; updated here). A
+  // version written at `seq`, `age_micros` old, is collected when the
+  // policy of any epoch it existed in (and that is in force at
+  // `epoch_view_seq`) collects it at its rank among the versions that
+  // existed in that epoch; so relaxing a policy never brings back what a
+  // stricter one hid, and versions written later do not push older ones
+  // out under an old policy.
+  bool CollectsNext(uint64_t seq, uint64_t epoch_view_seq, int64_t age_micros,
+                    std::vector<uint64_t>* ranks) const;
   // True when every epoch is `never` (the common case: no GC work).
   bool NeverCollects() const;
 };

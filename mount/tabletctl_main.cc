@@ -77,6 +77,11 @@ int Main(int argc, char** argv) {
     tabletfs::cli::PrintCommandHelp(*command, std::cout);
     return kExitOk;
   }
+  if (command->run_on_files != nullptr) {
+    const int code = command->run_on_files(rest, std::cout, std::cerr);
+    std::cout.flush();
+    return code;
+  }
   if (datadir.empty()) {
     std::cerr << "tabletctl: no data directory: pass -d DATADIR or set "
                  "TABLETFS_DATADIR\n";

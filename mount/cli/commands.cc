@@ -105,6 +105,14 @@ const std::vector<Command>& AllCommands() {
       {"check", "check",
        "Verify every checksum of every live file (exit code 1 on damage)", "",
        &Check},
+      {"dump", "dump FILE [count=N]",
+       "Print an SSTable's entries or a commit log's records (debugging)",
+       "FILE is DATADIR/NNNNNN.sst (one line per internal key: table and\n"
+       "family ids, row, qualifier, timestamp, sequence number, kind, value)\n"
+       "or DATADIR/NNNNNN.log (one line per record, bytes escaped). Values\n"
+       "and records are cut at 256 bytes. Reads only the file, so it works\n"
+       "while the directory is mounted. -d is not needed.\n",
+       nullptr, false, &Dump},
   };
   return commands;
 }
@@ -217,6 +225,9 @@ int RunCommand(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
   if (WantsHelp(rest)) {
     PrintCommandHelp(*command, out);
     return kExitOk;
+  }
+  if (command->run_on_files != nullptr) {
+    return command->run_on_files(rest, out, err);
   }
   return command->run(db, rest, out, err);
 }

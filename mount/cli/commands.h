@@ -35,6 +35,9 @@ inline constexpr int kExitUsage = 2;
 using Args = std::vector<std::string>;
 using CommandFn = int (*)(DB& db, const Args& args, std::ostream& out,
                           std::ostream& err);
+// A command that reads files of the data directory without opening it.
+using FileCommandFn = int (*)(const Args& args, std::ostream& out,
+                              std::ostream& err);
 
 struct Command {
   std::string_view name;
@@ -44,9 +47,11 @@ struct Command {
   std::string_view summary;
   // The rest of `tabletctl COMMAND --help`, may be empty.
   std::string_view details;
-  CommandFn run;
+  // Exactly one of run and run_on_files is set.
+  CommandFn run = nullptr;
   // Opens the data directory with create_if_missing (createtable, import).
   bool creates_database = false;
+  FileCommandFn run_on_files = nullptr;
 };
 
 // Every command, in the order `tabletctl help` lists them.
@@ -98,6 +103,10 @@ int Export(DB& db, const Args& args, std::ostream& out, std::ostream& err);
 int Compact(DB& db, const Args& args, std::ostream& out, std::ostream& err);
 int Stats(DB& db, const Args& args, std::ostream& out, std::ostream& err);
 int Check(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+
+// ---- Debugging (dump.cc) ----
+// dump FILE [count=N]: an SSTable's entries or a commit log's records.
+int Dump(const Args& args, std::ostream& out, std::ostream& err);
 
 // ---- Helpers shared by the command files ----
 // "tabletctl COMMAND: <status>" on err; kExitFailure.

@@ -394,6 +394,29 @@ TEST_F(CommandsTest, MaintenanceCommands) {
   EXPECT_EQ(Ok({"count", "webtable"}), "3\n");
 }
 
+TEST_F(CommandsTest, DumpTableAndLog) {
+  Ok({"createtable", "t", "families=f"});
+  Ok({"set", "t", "r1", "f:q=v@5"});
+  ASSERT_TRUE(db_->Flush().ok());
+  Ok({"set", "t", "r2", "f:q=w@6"});
+  std::string sst, log;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/data")) {
+    const std::string p = e.path().string();
+    if (p.size() > 4 && p.substr(p.size() - 4) == ".sst") sst = p;
+    if (p.size() > 4 && p.substr(p.size() - 4) == ".log") log = p;
+  }
+  ASSERT_FALSE(sst.empty());
+  EXPECT_THAT(Ok({"dump", sst}), HasSubstr(" qualifier=q ts=5 seq="));
+  EXPECT_THAT(Ok({"dump", sst}), HasSubstr(" put \"v\"\n1 entry shown of "));
+  if (!log.empty()) {
+    EXPECT_THAT(Ok({"dump", log}), HasSubstr(" shown of " + log));
+  }
+  EXPECT_EQ(Run({"dump"}).code, kExitUsage);
+  EXPECT_EQ(Run({"dump", dir_ + "/data/CURRENT"}).code, kExitUsage);
+  EXPECT_EQ(Run({"dump", dir_ + "/nope.sst"}).code, kExitFailure);
+  EXPECT_EQ(Run({"dump", sst, "count=x"}).code, kExitUsage);
+}
+
 TEST_F(CommandsTest, HelpAndUnknownCommands) {
   for (const Command& c : Commands()) {
     Outcome o = Run({std::string(c.name), "--help"});

@@ -131,6 +131,13 @@ TEST_F(TabletctlTest, BadInvocationsAreOneLine) {
   EXPECT_FALSE(std::filesystem::exists(data_));
 }
 
+TEST_F(TabletctlTest, DumpNeedsNoDataDirectory) {
+  Outcome o = Run({"dump", dir_ + "/000001.sst"});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_THAT(o.err, StartsWith("tabletctl dump: NotFound"));
+  EXPECT_EQ(Lines(o.err), 1);
+}
+
 TEST_F(TabletctlTest, CommandsThroughTheBinary) {
   Outcome o =
       Ctl({"createtable", "customer", "families=Kundenname,ContactInfo"});

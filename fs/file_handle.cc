@@ -75,7 +75,12 @@ bool FileHandle::NeedsCommit() const {
   return dirty_ || fresh_;
 }
 
-void FileHandle::Committed() {
+void FileHandle::Committed(int64_t timestamp) {
+  if (fresh_ && !dirty_ && buffer_.empty() && mode_ == Mode::kWrite) {
+    placeholder_timestamp_ = timestamp;
+  } else {
+    placeholder_timestamp_.reset();
+  }
   dirty_ = false;
   fresh_ = false;
   pending_timestamp_.reset();

@@ -59,8 +59,16 @@ class FileHandle {
   bool NeedsCommit() const REQUIRES(mu_);
   // The bytes to commit (the whole value, or for kAppend the appended data).
   const std::string& buffer() const REQUIRES(mu_) { return buffer_; }
-  // The commit succeeded: nothing is due until the next write.
-  void Committed() REQUIRES(mu_);
+  // The commit succeeded (its version has `timestamp`): nothing is due until
+  // the next write.
+  void Committed(int64_t timestamp) REQUIRES(mu_);
+  // When the last commit was the empty value of a fresh handle that had not
+  // written yet (the shell's `>` closes a dup before writing), its
+  // timestamp: the next commit of this handle replaces that version instead
+  // of adding one, so `echo x > new` makes one version.
+  std::optional<int64_t> placeholder_timestamp() const REQUIRES(mu_) {
+    return placeholder_timestamp_;
+  }
   // The size a stat through this handle shows.
   uint64_t size() const REQUIRES(mu_) { return buffer_.size(); }
   // Set when a commit failed: later writes report EIO.
@@ -88,6 +96,7 @@ class FileHandle {
   bool refused_ GUARDED_BY(mu_) = false;
   FsError failed_ GUARDED_BY(mu_);
   std::optional<int64_t> pending_timestamp_ GUARDED_BY(mu_);
+  std::optional<int64_t> placeholder_timestamp_ GUARDED_BY(mu_);
 };
 
 }  // namespace tabletfs::fs

@@ -584,6 +584,7 @@ FsError Filesystem::Commit(FileHandle& h) {
   const Node& n = h.node();
   if (n.kind == NodeKind::kSchemaFamily) return CommitSchema(h);
   WriteOptions wo;
+  int64_t committed_at = 0;
   if (h.mode() == FileHandle::Mode::kAppend) {
     auto r = db_->Append(n.table, n.row, n.family, n.qualifier, h.buffer(), wo);
     if (!r.ok()) {
@@ -591,6 +592,7 @@ FsError Filesystem::Commit(FileHandle& h) {
       h.SetFailed(e);
       return e;
     }
+    committed_at = r->timestamp;
   } else {
     int64_t ts = kServerTimestamp;
     if (n.at.has_value()) {
@@ -598,13 +600,25 @@ FsError Filesystem::Commit(FileHandle& h) {
     } else if (h.pending_timestamp().has_value()) {
       // A utimensat came while data was pending (cp -a): use its time when
       // it stays newer than the version this commit goes on top of.
-      CellVersion v;
-      TABLETFS_FS_RETURN_IF_ERROR(ReadVersion(n, &v));
-      if (!v.exists || *h.pending_timestamp() > v.timestamp) {
+      // The placeholder this commit replaces does not count.
+      ReadOptions ro;
+      ro.max_versions = 2;
+      auto versions = db_->ReadCell(n.table, n.row, n.family, n.qualifier, ro);
+      if (!versions.ok()) return FsErrorFromStatus(versions.status());
+      std::optional<int64_t> below;
+      for (const Cell& c : *versions) {
+        if (c.timestamp == h.placeholder_timestamp()) continue;
+        below = c.timestamp;
+        break;
+      }
+      if (!below.has_value() || *h.pending_timestamp() > *below) {
         ts = *h.pending_timestamp();
       }
     }
     RowMutation m(n.row);
+    if (h.placeholder_timestamp().has_value() && !n.at.has_value()) {
+      m.DeleteVersion(n.family, n.qualifier, *h.placeholder_timestamp());
+    }
     if (ts == kServerTimestamp) {
       m.SetCell(n.family, n.qualifier, h.buffer());
     } else {
@@ -616,8 +630,9 @@ FsError Filesystem::Commit(FileHandle& h) {
       h.SetFailed(e);
       return e;
     }
+    committed_at = ts == kServerTimestamp ? *r : ts;
   }
-  h.Committed();
+  h.Committed(committed_at);
   InvalidateCell(n, h.ino());
   return FsError::Ok();
 }
@@ -625,7 +640,7 @@ FsError Filesystem::Commit(FileHandle& h) {
 FsError Filesystem::CommitSchema(FileHandle& h) {
   const Node& n = h.node();
   if (h.buffer().empty()) {
-    h.Committed();  // an empty commit changes nothing
+    h.Committed(0);  // an empty commit changes nothing
     return FsError::Ok();
   }
   auto current = db_->GetFamily(n.table, n.family);
@@ -640,7 +655,7 @@ FsError Filesystem::CommitSchema(FileHandle& h) {
     Status s = db_->UpdateFamily(n.table, n.family, next);
     if (!s.ok()) return FsErrorFromStatus(s);
   }
-  h.Committed();
+  h.Committed(0);
   InvalidateInode(h.ino());
   return FsError::Ok();
 }

@@ -1,0 +1,90 @@
+#include "fs/inode_table.h"
+
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace tabletfs::fs {
+namespace {
+
+Node Cell(std::string q) {
+  Node n;
+  n.kind = NodeKind::kCell;
+  n.table = "t";
+  n.row = "r";
+  n.family = "f";
+  n.qualifier = std::move(q);
+  return n;
+}
+
+TEST(InodeTableTest, RootIsOneAndNeverForgotten) {
+  InodeTable t;
+  EXPECT_EQ(t.Lookup(Node()), InodeTable::kRootInode);
+  t.Forget(InodeTable::kRootInode, 100);
+  EXPECT_TRUE(t.Get(InodeTable::kRootInode).has_value());
+}
+
+TEST(InodeTableTest, CountsLookupsExactly) {
+  InodeTable t;
+  uint64_t a = t.Lookup(Cell("a"));
+  EXPECT_EQ(t.Lookup(Cell("a")), a);
+  EXPECT_EQ(t.Lookup(Cell("a"), 0), a);
+  EXPECT_EQ(t.LookupCount(a), 2u);
+  t.Forget(a, 1);
+  EXPECT_TRUE(t.Get(a).has_value());
+  t.Forget(a, 1);
+  EXPECT_FALSE(t.Get(a).has_value());
+  EXPECT_FALSE(t.Find(Cell("a")).has_value());
+  // A new lookup gets a new number: numbers are never reused.
+  uint64_t b = t.Lookup(Cell("a"));
+  EXPECT_NE(a, b);
+  EXPECT_EQ(t.size(), 2u);
+}
+
+TEST(InodeTableTest, VersionsHaveTheirOwnInode) {
+  InodeTable t;
+  Node v = Cell("q");
+  v.at = 5;
+  EXPECT_NE(t.Lookup(Cell("q")), t.Lookup(v));
+}
+
+TEST(InodeTableTest, RebindFollowsARename) {
+  InodeTable t;
+  uint64_t a = t.Lookup(Cell("a"));
+  uint64_t b = t.Lookup(Cell("b"));
+  t.Rebind(Cell("a"), Cell("b"));
+  EXPECT_EQ(t.Find(Cell("b")), a);
+  EXPECT_FALSE(t.Find(Cell("a")).has_value());
+  EXPECT_EQ(t.Get(a)->qualifier, "b");
+  // The replaced inode keeps its node until forgotten, without stealing
+  // the name from the moved one.
+  t.Forget(b, 1);
+  EXPECT_EQ(t.Find(Cell("b")), a);
+}
+
+TEST(InodeTableTest, KeepCacheOnlyWhileTheVersionIsUnchanged) {
+  InodeTable t;
+  uint64_t a = t.Lookup(Cell("a"));
+  EXPECT_FALSE(t.SameVersionAsLastOpen(a, 10, 3));
+  EXPECT_TRUE(t.SameVersionAsLastOpen(a, 10, 3));
+  EXPECT_FALSE(t.SameVersionAsLastOpen(a, 11, 3));
+}
+
+TEST(InodeTableTest, ConcurrentLookupsAndForgetsBalance) {
+  InodeTable t;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; i++) {
+    threads.emplace_back([&t] {
+      for (int j = 0; j < 10000; j++) {
+        uint64_t ino = t.Lookup(Cell(std::to_string(j % 10)));
+        t.Forget(ino, 1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(t.size(), 1u);  // only the root
+}
+
+}  // namespace
+}  // namespace tabletfs::fs

@@ -1,0 +1,112 @@
+#include "fs/path_map.h"
+
+#include <errno.h>
+
+#include "gtest/gtest.h"
+
+namespace tabletfs::fs {
+namespace {
+
+Node Root() { return Node(); }
+
+Node Child(const Node& parent, std::string_view name) {
+  ParsedChild c;
+  FsError e = ParseChild(parent, name, &c);
+  EXPECT_TRUE(e.ok()) << name << ": " << e.ToString();
+  return c.node;
+}
+
+int ChildErr(const Node& parent, std::string_view name) {
+  ParsedChild c;
+  return ParseChild(parent, name, &c).err;
+}
+
+TEST(PathMapTest, WalksTheNamespace) {
+  Node table = Child(Root(), "webtable");
+  EXPECT_EQ(table.kind, NodeKind::kTable);
+  EXPECT_EQ(table.table, "webtable");
+  Node row = Child(table, "com.cnn.www");
+  EXPECT_EQ(row.kind, NodeKind::kRow);
+  EXPECT_EQ(row.row, "com.cnn.www");
+  Node family = Child(row, "anchor");
+  EXPECT_EQ(family.kind, NodeKind::kFamily);
+  Node cell = Child(family, "cnnsi.com");
+  EXPECT_EQ(cell.kind, NodeKind::kCell);
+  EXPECT_EQ(cell.qualifier, "cnnsi.com");
+  EXPECT_FALSE(cell.at.has_value());
+  EXPECT_EQ(cell.Parent(), family);
+  EXPECT_EQ(family.Parent(), row);
+  EXPECT_EQ(row.Parent(), table);
+  EXPECT_EQ(table.Parent(), Root());
+  EXPECT_EQ(cell.DebugPath(), "/webtable/com.cnn.www/anchor/cnnsi.com");
+}
+
+TEST(PathMapTest, DecodesEscapesAndVersions) {
+  Node family = Child(Child(Child(Root(), "t"), "a%2Fb"), "f");
+  EXPECT_EQ(family.row, "a/b");
+  Node empty = Child(family, "%");
+  EXPECT_EQ(empty.qualifier, "");
+  Node version = Child(family, "q@1000");
+  EXPECT_EQ(version.qualifier, "q");
+  ASSERT_TRUE(version.at.has_value());
+  EXPECT_EQ(*version.at, 1000);
+  EXPECT_EQ(ListedName(version), "q@1000");
+  EXPECT_EQ(ListedName(family.Parent()), "a%2Fb");
+  EXPECT_EQ(ListedName(empty), "%");
+  Node iso = Child(family, "q@1970-01-01T00:00:01Z");
+  EXPECT_EQ(*iso.at, 1000000);
+}
+
+TEST(PathMapTest, RefusesBadNames) {
+  Node table = Child(Root(), "t");
+  Node row = Child(table, "r");
+  Node family = Child(row, "f");
+  EXPECT_EQ(ChildErr(Root(), "bad name"), EINVAL);
+  EXPECT_EQ(ChildErr(Root(), "-x"), EINVAL);
+  EXPECT_EQ(ChildErr(table, "%"), EINVAL);    // empty row key
+  EXPECT_EQ(ChildErr(table, "%41"), EINVAL);  // not canonical
+  EXPECT_EQ(ChildErr(table, "a@b"), EINVAL);  // '@' must be escaped
+  EXPECT_EQ(ChildErr(row, "not/afamily"), EINVAL);
+  EXPECT_EQ(ChildErr(family, "q@"), EINVAL);
+  EXPECT_EQ(ChildErr(family, "q@zz"), EINVAL);
+  EXPECT_EQ(ChildErr(family, std::string(235, 'a')), ENAMETOOLONG);
+  EXPECT_EQ(ChildErr(Child(family, "q"), "x"), ENOTDIR);
+  EXPECT_EQ(ChildErr(Root(), ".versions"), ENOENT);
+}
+
+TEST(PathMapTest, SchemaTree) {
+  Node schema = Child(Root(), ".schema");
+  EXPECT_EQ(schema.kind, NodeKind::kSchemaRoot);
+  Node table = Child(schema, "t");
+  EXPECT_EQ(table.kind, NodeKind::kSchemaTable);
+  Node family = Child(table, "f");
+  EXPECT_EQ(family.kind, NodeKind::kSchemaFamily);
+  EXPECT_FALSE(family.IsDirectory());
+  EXPECT_EQ(family.DebugPath(), "/.schema/t/f");
+  EXPECT_EQ(ChildErr(table, "bad name"), EINVAL);
+  EXPECT_EQ(ChildErr(family, "x"), ENOTDIR);
+}
+
+TEST(PathMapTest, HashedNamesAreReportedForResolution) {
+  Node family = Child(Child(Child(Root(), "t"), "r"), "f");
+  std::string name = std::string(200, 'a') + "%~0123456789abcdef";
+  ParsedChild c;
+  ASSERT_TRUE(ParseChild(family, name, &c).ok());
+  EXPECT_TRUE(c.hashed);
+  EXPECT_EQ(c.hash, 0x0123456789abcdefull);
+  EXPECT_EQ(c.node.qualifier, std::string(200, 'a'));
+}
+
+TEST(PathMapTest, NodesHashByValue) {
+  NodeHash h;
+  Node a = Child(Child(Root(), "t"), "r");
+  Node b = Child(Child(Root(), "t"), "r");
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(h(a), h(b));
+  Node v1 = Child(Child(a, "f"), "q@1");
+  Node v2 = Child(Child(a, "f"), "q@2");
+  EXPECT_FALSE(v1 == v2);
+}
+
+}  // namespace
+}  // namespace tabletfs::fs

@@ -1,0 +1,97 @@
+// Real-mount tests with many processes at once, and crashes of the daemon.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/util/mount_fixture.h"
+
+namespace tabletfs::testing {
+namespace {
+
+class ParallelTest : public MountFixture {};
+
+TEST_F(ParallelTest, ParallelWritersToDistinctCells) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk(
+      "mkdir -p t/r/f && for w in 1 2 3 4; do "
+      "(for i in $(seq 1 50); do echo $w-$i > t/r/f/w$w-$i; done) & "
+      "done; wait");
+  EXPECT_EQ(ShOk("ls t/r/f | wc -l"), "200\n");
+  EXPECT_EQ(ShOk("cat t/r/f/w3-17"), "3-17\n");
+}
+
+TEST_F(ParallelTest, TwoAppendersLoseNoLine) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk(
+      "mkdir -p t/r/f && : > t/r/f/log && for w in a b; do "
+      "(for i in $(seq 1 200); do echo $w$i >> t/r/f/log; done) & "
+      "done; wait");
+  EXPECT_EQ(ShOk("wc -l < t/r/f/log"), "400\n");
+  EXPECT_EQ(ShOk("grep -c '^a' t/r/f/log"), "200\n");
+  EXPECT_EQ(ShOk("sort -u t/r/f/log | wc -l"), "400\n");
+}
+
+TEST_F(ParallelTest, TwoWritersToOneCellMakeTwoVersions) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && (echo x > t/r/f/q & echo y > t/r/f/q & wait)");
+  Unmount();
+  auto db = OpenDb();
+  ReadOptions ro;
+  ro.max_versions = 0;
+  auto cells = db->ReadCell("t", "r", "f", "q", ro);
+  ASSERT_TRUE(cells.ok());
+  EXPECT_EQ(cells->size(), 2u);
+}
+
+TEST_F(ParallelTest, ReaderOpenDuringAnOverwrite) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && echo first > t/r/f/q");
+  int fd = open(Path("t/r/f/q").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ShOk("echo second > t/r/f/q");
+  char buf[32] = {};
+  ssize_t n = pread(fd, buf, sizeof(buf), 0);
+  close(fd);
+  // The version it opened (or the new one, as on a local disk).
+  std::string got(buf, n > 0 ? n : 0);
+  EXPECT_TRUE(got == "first\n" || got == "second\n") << got;
+  EXPECT_EQ(ShOk("cat t/r/f/q"), "second\n");
+}
+
+TEST_F(ParallelTest, ListingWhileAnotherProcessInsertsAndDeletes) {
+  CreateTable("t", {"f"});
+  {
+    auto db = OpenDb();
+    for (int i = 0; i < 2000; i++) {
+      RowMutation m("s" + std::to_string(100000 + i));
+      m.SetCell("f", "q", "v");
+      ASSERT_TRUE(db->Apply("t", m, WriteOptions()).ok());
+    }
+  }
+  Mount();
+  // Stable rows (s...) must each be listed exactly once in every pass
+  // while rows a.. and z.. come and go.
+  const std::string out = tmp() + "/listing";
+  ShOk(
+      "(for i in $(seq 1 100); do mkdir -p t/a$i/f t/z$i/f; "
+      "echo v > t/a$i/f/q; echo v > t/z$i/f/q; rm -r t/a$i; done) & "
+      "for k in 1 2 3 4 5; do ls t 2>&1 | grep -v '^[az]' > " +
+      out + ".$k; done; wait");
+  for (int k = 1; k <= 5; k++) {
+    std::string f = out + "." + std::to_string(k);
+    EXPECT_EQ(ShOk("wc -l < " + f), "2000\n") << ReadFile(f).substr(0, 300);
+    EXPECT_EQ(ShOk("sort -u " + f + " | wc -l"), "2000\n");
+  }
+  EXPECT_EQ(ShOk("ls t | grep -c '^z'"), "100\n");
+  EXPECT_EQ(ShOk("ls t | grep -c '^a' || true"), "0\n");
+}
+
+}  // namespace
+}  // namespace tabletfs::testing

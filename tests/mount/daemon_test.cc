@@ -1,0 +1,151 @@
+// The daemon's command line, exit codes, pid files and mount.fuse3.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "mount/daemon/args.h"
+#include "tests/util/mount_fixture.h"
+
+namespace tabletfs::testing {
+namespace {
+
+using daemon::DaemonArgs;
+using daemon::ParseArgs;
+
+bool Parse(std::vector<const char*> argv, DaemonArgs* out, std::string* error) {
+  argv.insert(argv.begin(), "tabletfs");
+  return ParseArgs(static_cast<int>(argv.size()), argv.data(), out, error);
+}
+
+TEST(DaemonArgsTest, SshfsShape) {
+  DaemonArgs a;
+  std::string error;
+  ASSERT_TRUE(Parse({"-f", "-s", "-o", "allow_other,entry_timeout=5",
+                     "-omemtable_bytes=1024", "data", "mnt"},
+                    &a, &error))
+      << error;
+  EXPECT_TRUE(a.foreground);
+  EXPECT_TRUE(a.single_threaded);
+  EXPECT_EQ(a.datadir, "data");
+  EXPECT_EQ(a.mountpoint, "mnt");
+  EXPECT_EQ(a.entry_timeout, 5.0);
+  EXPECT_EQ(a.memtable_bytes, 1024u);
+  EXPECT_EQ(a.fuse_options, std::vector<std::string>{"allow_other"});
+}
+
+TEST(DaemonArgsTest, MountFuse3OptionsAreAcceptedOrIgnored) {
+  DaemonArgs a;
+  std::string error;
+  ASSERT_TRUE(Parse(
+      {"data", "mnt", "-o", "rw,dev,suid,defaults,_netdev,nofail"}, &a, &error))
+      << error;
+  EXPECT_EQ(a.fuse_options, (std::vector<std::string>{"rw", "dev", "suid"}));
+}
+
+TEST(DaemonArgsTest, Refusals) {
+  DaemonArgs a;
+  std::string error;
+  EXPECT_FALSE(Parse({"data"}, &a, &error));
+  EXPECT_FALSE(Parse({"-x", "data", "mnt"}, &a, &error));
+  EXPECT_FALSE(Parse({"-o", "memtable_bytes=lots", "data", "mnt"}, &a, &error));
+  EXPECT_NE(error.find("memtable_bytes"), std::string::npos);
+  DaemonArgs h;
+  EXPECT_TRUE(Parse({"--help"}, &h, &error));
+  EXPECT_TRUE(h.help);
+}
+
+class DaemonTest : public MountFixture {};
+
+TEST_F(DaemonTest, ExitCodeSaysWhetherTheMountWorked) {
+  Mount();
+  EXPECT_EQ(ReadFile(datadir() + "/mountpoint"), mnt() + "\n");
+  // A second daemon on the same data directory fails (the store's lock).
+  std::string other = tmp() + "/other";
+  mkdir(other.c_str(), 0755);
+  std::string cmd =
+      TabletfsBinary() + " " + datadir() + " " + other + " 2>/dev/null";
+  EXPECT_NE(system(cmd.c_str()), 0);
+  Unmount();
+  EXPECT_FALSE(IsMounted());
+  EXPECT_NE(access((datadir() + "/mount.pid").c_str(), F_OK), 0);
+  // A mount point that does not exist.
+  cmd = TabletfsBinary() + " " + datadir() + " " + tmp() + "/nowhere" +
+        " 2>/dev/null";
+  EXPECT_NE(system(cmd.c_str()), 0);
+}
+
+TEST_F(DaemonTest, RelativeDataDirIsMadeAbsolute) {
+  std::string cmd = "cd " + tmp() + " && " + TabletfsBinary() + " data mnt";
+  ASSERT_EQ(system(cmd.c_str()), 0);
+  ASSERT_TRUE(IsMounted());
+  EXPECT_EQ(ShOk("mkdir t && ls"), "t\n");
+  ASSERT_EQ(system(("fusermount3 -u " + mnt()).c_str()), 0);
+  // Wait for the daemon to let go of the store.
+  for (int i = 0;
+       i < 2000 && access((datadir() + "/mount.pid").c_str(), F_OK) == 0; i++) {
+    usleep(5000);
+  }
+}
+
+TEST_F(DaemonTest, SigtermUnmountsCleanly) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && echo v > t/r/f/q");
+  pid_t pid = daemon_pid();
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  for (int i = 0; i < 2000 && IsMounted(); i++) usleep(5000);
+  EXPECT_FALSE(IsMounted());
+  Unmount();  // waits for the process; nothing to unmount
+  Mount();
+  EXPECT_EQ(ShOk("cat t/r/f/q"), "v\n");
+}
+
+// mount(8) runs `mount.fuse3 DATADIR MNT -o rw,... -t fuse.tabletfs`, which
+// runs `tabletfs DATADIR MNT -o rw,...` through /bin/sh. mount(8) clears
+// PATH, so the daemon must be installed in the default PATH
+// (/usr/local/bin) for `mount -t fuse.tabletfs` and fstab lines; here the
+// helper is run as mount(8) runs it, with the build's bin on PATH.
+TEST_F(DaemonTest, MountFuse3RunsTheDaemon) {
+  const char* helper = access("/sbin/mount.fuse3", X_OK) == 0
+                           ? "/sbin/mount.fuse3"
+                           : "/usr/sbin/mount.fuse3";
+  if (access(helper, X_OK) != 0) GTEST_SKIP() << "mount.fuse3 not installed";
+  CreateTable("t", {"f"});
+  std::string cmd = "PATH=" + std::string(TABLETFS_BIN_DIR) + ":$PATH " +
+                    helper + " " + datadir() + " " + mnt() +
+                    " -o rw,nosuid,nodev,noatime -t fuse.tabletfs";
+  ASSERT_EQ(system(cmd.c_str()), 0);
+  ASSERT_TRUE(IsMounted());
+  EXPECT_EQ(ShOk("ls"), "t\n");
+  EXPECT_EQ(ShOk("grep -c ' fuse.tabletfs ' /proc/mounts"), "1\n");
+  ASSERT_EQ(system(("umount " + mnt()).c_str()), 0);
+  for (int i = 0;
+       i < 2000 && access((datadir() + "/mount.pid").c_str(), F_OK) == 0; i++) {
+    usleep(5000);
+  }
+  EXPECT_FALSE(IsMounted());
+}
+
+TEST_F(DaemonTest, MountTypeFuseTabletfsWhenInstalled) {
+  if (access("/usr/local/bin/tabletfs", X_OK) != 0 &&
+      access("/usr/bin/tabletfs", X_OK) != 0) {
+    GTEST_SKIP() << "tabletfs is not installed in the default PATH, which "
+                    "mount(8) uses";
+  }
+  CreateTable("t", {"f"});
+  std::string cmd = "mount -t fuse.tabletfs " + datadir() + " " + mnt();
+  ASSERT_EQ(system(cmd.c_str()), 0);
+  ASSERT_TRUE(IsMounted());
+  EXPECT_EQ(ShOk("ls"), "t\n");
+  ASSERT_EQ(system(("umount " + mnt()).c_str()), 0);
+  for (int i = 0;
+       i < 2000 && access((datadir() + "/mount.pid").c_str(), F_OK) == 0; i++) {
+    usleep(5000);
+  }
+}
+
+}  // namespace
+}  // namespace tabletfs::testing

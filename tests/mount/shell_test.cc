@@ -1,0 +1,277 @@
+// Real-mount tests: the daemon serves a temporary data directory and the
+// real shell tools drive it (issue 4 "Tests").
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/util/mount_fixture.h"
+
+namespace tabletfs::testing {
+namespace {
+
+class ShellTest : public MountFixture {};
+
+// The paper's Webtable, through the API.
+void PutWebtable(DB* db) {
+  ASSERT_TRUE(db->CreateTable("webtable").ok());
+  ASSERT_TRUE(db->CreateFamily("webtable", "contents", FamilySettings()).ok());
+  ASSERT_TRUE(db->CreateFamily("webtable", "anchor", FamilySettings()).ok());
+  for (int64_t t : {3, 5, 6}) {
+    RowMutation m("com.cnn.www");
+    m.SetCell("contents", "", t * 1000000,
+              "<html>v" + std::to_string(t) + "</html>");
+    ASSERT_TRUE(db->Apply("webtable", m, WriteOptions()).ok());
+  }
+  RowMutation m("com.cnn.www");
+  m.SetCell("anchor", "cnnsi.com", 9000000, "CNN");
+  m.SetCell("anchor", "my.look.ca", 8000000, "CNN.com");
+  ASSERT_TRUE(db->Apply("webtable", m, WriteOptions()).ok());
+  RowMutation m2("com.example");
+  m2.SetCell("contents", "", "<html>example</html>");
+  ASSERT_TRUE(db->Apply("webtable", m2, WriteOptions()).ok());
+}
+
+TEST_F(ShellTest, ListsAndReadsWhatTheApiWrote) {
+  {
+    auto db = OpenDb();
+    ASSERT_NE(db, nullptr);
+    PutWebtable(db.get());
+  }
+  Mount();
+  EXPECT_EQ(ShOk("ls"), "webtable\n");
+  EXPECT_EQ(ShOk("ls webtable"), "com.cnn.www\ncom.example\n");
+  EXPECT_EQ(ShOk("ls webtable/com.cnn.www"), "anchor\ncontents\n");
+  EXPECT_EQ(ShOk("ls webtable/com.cnn.www/anchor"), "cnnsi.com\nmy.look.ca\n");
+  EXPECT_EQ(ShOk("ls -A webtable/com.cnn.www/contents"), "%\n");
+  EXPECT_EQ(ShOk("cat webtable/com.cnn.www/contents/%"), "<html>v6</html>");
+  EXPECT_EQ(ShOk("cat webtable/com.cnn.www/contents/%@5000000"),
+            "<html>v5</html>");
+  EXPECT_EQ(ShOk("cat webtable/com.cnn.www/contents/%@1970-01-01T00:00:04Z"),
+            "<html>v3</html>");
+  EXPECT_NE(Sh("cat webtable/com.cnn.www/contents/%@2000000 2>/dev/null"), 0);
+  EXPECT_EQ(ShOk("grep -r CNN . | sort"),
+            "./webtable/com.cnn.www/anchor/cnnsi.com:CNN\n"
+            "./webtable/com.cnn.www/anchor/my.look.ca:CNN.com\n");
+  EXPECT_EQ(ShOk("find . -type f | wc -l"), "4\n");
+  EXPECT_EQ(ShOk("find . -type d | wc -l"), "7\n");
+  // The reserved names are reached by name only.
+  EXPECT_EQ(ShOk("ls -a | tr '\\n' ' '"), ". .. webtable ");
+  EXPECT_EQ(ShOk("ls .schema"), "webtable\n");
+  EXPECT_EQ(ShOk("ls .schema/webtable"), "anchor\ncontents\n");
+
+  struct stat st;
+  ASSERT_EQ(stat(Path("webtable/com.cnn.www/anchor/cnnsi.com").c_str(), &st),
+            0);
+  EXPECT_EQ(st.st_size, 3);
+  EXPECT_EQ(st.st_mtime, 9);
+  EXPECT_EQ(st.st_blocks, 1);
+  EXPECT_EQ(st.st_nlink, 1u);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  ASSERT_EQ(stat(Path("webtable/com.cnn.www/anchor").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+  EXPECT_EQ(st.st_nlink, 1u);
+}
+
+TEST_F(ShellTest, FromAnEmptyMountToCells) {
+  Mount();
+  ShOk("mkdir t && touch .schema/t/f && mkdir -p t/r1/f");
+  ShOk("echo hello > t/r1/f/q");
+  EXPECT_EQ(ShOk("cat t/r1/f/q"), "hello\n");
+  ShOk("echo world >> t/r1/f/q");
+  EXPECT_EQ(ShOk("cat t/r1/f/q"), "hello\nworld\n");
+  EXPECT_EQ(ShOk("stat -c %s t/r1/f/q"), "12\n");
+  ShOk("echo new > t/r1/f/q");
+  EXPECT_EQ(ShOk("cat t/r1/f/q"), "new\n");
+  EXPECT_EQ(ShOk("ls -l t/r1/f | awk 'NR>1 {print $1, $5, $9}'"),
+            "-rw-r--r-- 4 q\n");
+  // Names that need encoding.
+  ShOk("echo x > 't/r1/f/a%2Fb' && echo y > 't/r1/f/%'");
+  EXPECT_EQ(ShOk("ls t/r1/f"), "%\na%2Fb\nq\n");
+  EXPECT_NE(Sh("echo z > t/r1/f/%41 2>/dev/null"), 0);
+  // Unmount and remount: everything is still there.
+  Unmount();
+  Mount();
+  EXPECT_EQ(ShOk("cat t/r1/f/q t/r1/f/a%2Fb t/r1/f/%"), "new\nx\ny\n");
+}
+
+TEST_F(ShellTest, RefusalsCarryTheDesignedErrno) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && echo v > t/r/f/q");
+  auto err = [&](int rc) { return rc == 0 ? 0 : errno; };
+  EXPECT_EQ(err(mkdir(Path("bad name").c_str(), 0755)), EINVAL);
+  EXPECT_EQ(err(mkdir(Path("t/r/nofamily").c_str(), 0755)), ENOENT);
+  EXPECT_EQ(err(mkdir(Path("t/r/f/d").c_str(), 0755)), EPERM);
+  EXPECT_EQ(err(open(Path("t/file").c_str(), O_CREAT | O_WRONLY, 0644)), EPERM);
+  EXPECT_EQ(err(open(Path("file").c_str(), O_CREAT | O_WRONLY, 0644)), EPERM);
+  EXPECT_EQ(err(open(Path("t/r/file").c_str(), O_CREAT | O_WRONLY, 0644)),
+            EPERM);
+  EXPECT_EQ(err(symlink("q", Path("t/r/f/s").c_str())), EPERM);
+  EXPECT_EQ(err(link(Path("t/r/f/q").c_str(), Path("t/r/f/l").c_str())), EPERM);
+  EXPECT_EQ(err(mknod(Path("t/r/f/p").c_str(), S_IFIFO | 0644, 0)), EPERM);
+  EXPECT_EQ(err(setxattr(Path("t/r/f/q").c_str(), "user.x", "1", 1, 0)),
+            ENOTSUP);
+  EXPECT_EQ(err(rmdir(Path("t").c_str())), ENOTEMPTY);
+  EXPECT_EQ(err(rmdir(Path("t/r").c_str())), ENOTEMPTY);
+  EXPECT_EQ(err(rename(Path("t/r").c_str(), Path("t/r2").c_str())), EPERM);
+  EXPECT_EQ(err(rename(Path("t").c_str(), Path("u").c_str())), EPERM);
+  EXPECT_EQ(err(unlink(Path("t/r/f/q@4102444800000000").c_str())), EPERM);
+  EXPECT_EQ(err(open(Path("t/r/f/q@%zz").c_str(), O_RDONLY)), EINVAL);
+  std::string future = "t/r/f/q@" + std::to_string(4102444800000000LL);
+  EXPECT_EQ(err(open(Path(future).c_str(), O_CREAT | O_WRONLY, 0644)), EINVAL);
+  std::string long_name(235, 'a');
+  EXPECT_EQ(
+      err(open(Path("t/r/f/" + long_name).c_str(), O_CREAT | O_WRONLY, 0644)),
+      ENAMETOOLONG);
+  int fd = open(Path("t/r/f/q").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(err(fallocate(fd, 0, 0, 100)), EOPNOTSUPP);
+  close(fd);
+  EXPECT_EQ(ShOk("cat t/r/f/q"), "v\n");
+  EXPECT_EQ(ShOk("ls t/r/f"), "q\n");
+}
+
+TEST_F(ShellTest, RmMvAndDirectoriesBehaveAsOnALocalDisk) {
+  CreateTable("t", {"f", "g"});
+  Mount();
+  ShOk("mkdir -p t/r/f t/r/g t/s/f && echo 1 > t/r/f/a && echo 2 > t/r/f/b");
+  // mv within a row, also across families.
+  ShOk("mv t/r/f/a t/r/f/c");
+  EXPECT_EQ(ShOk("ls t/r/f"), "b\nc\n");
+  ShOk("mv t/r/f/c t/r/g/c");
+  EXPECT_EQ(ShOk("cat t/r/g/c"), "1\n");
+  // mv -n onto an existing cell refuses (changes nothing).
+  Sh("mv -n t/r/f/b t/r/g/c");
+  EXPECT_EQ(ShOk("cat t/r/g/c t/r/f/b"), "1\n2\n");
+  EXPECT_EQ(renameat2(AT_FDCWD, Path("t/r/f/b").c_str(), AT_FDCWD,
+                      Path("t/r/g/c").c_str(), RENAME_NOREPLACE),
+            -1);
+  EXPECT_EQ(errno, EEXIST);
+  EXPECT_EQ(renameat2(AT_FDCWD, Path("t/r/f/b").c_str(), AT_FDCWD,
+                      Path("t/r/g/c").c_str(), RENAME_EXCHANGE),
+            -1);
+  EXPECT_EQ(errno, EINVAL);
+  // Across rows: EXDEV, and mv copies instead.
+  EXPECT_EQ(rename(Path("t/r/f/b").c_str(), Path("t/s/f/b").c_str()), -1);
+  EXPECT_EQ(errno, EXDEV);
+  ShOk("mv t/r/f/b t/s/f/b");
+  EXPECT_EQ(ShOk("cat t/s/f/b"), "2\n");
+  // The emptied family directory stays until rmdir.
+  EXPECT_EQ(ShOk("ls t/r"), "f\ng\n");
+  ShOk("rmdir t/r/f");
+  EXPECT_EQ(ShOk("ls t/r"), "g\n");
+  ShOk("rm -r t/r");
+  EXPECT_EQ(ShOk("ls t"), "s\n");
+  ShOk("rm -r t/s");
+  EXPECT_EQ(ShOk("ls t"), "");
+  ShOk("rmdir t");
+  EXPECT_EQ(ShOk("ls"), "");
+}
+
+TEST_F(ShellTest, RowMadeByMkdirIsGoneAfterRemount) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir t/empty && mkdir -p t/full/f && echo x > t/full/f/q");
+  EXPECT_EQ(ShOk("ls t"), "empty\nfull\n");
+  Unmount();
+  Mount();
+  EXPECT_EQ(ShOk("ls t"), "full\n");
+}
+
+TEST_F(ShellTest, DdWithSeeksAndTruncate) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && printf 0123456789 > t/r/f/q");
+  ShOk("printf AB | dd of=t/r/f/q bs=1 seek=3 conv=notrunc status=none");
+  EXPECT_EQ(ShOk("cat t/r/f/q"), "012AB56789");
+  ShOk("printf Z | dd of=t/r/f/q bs=1 seek=12 conv=notrunc status=none");
+  EXPECT_EQ(ReadFile(Path("t/r/f/q")), std::string("012AB56789\0\0Z", 13));
+  EXPECT_EQ(ShOk("dd if=t/r/f/q bs=1 skip=3 count=2 status=none"), "AB");
+  ShOk("truncate -s 4 t/r/f/q");
+  EXPECT_EQ(ShOk("cat t/r/f/q"), "012A");
+  // Random writes, truncate and read-back through one handle.
+  int fd = open(Path("t/r/f/q").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(pwrite(fd, "xy", 2, 1), 2);
+  ASSERT_EQ(ftruncate(fd, 3), 0);
+  char buf[16] = {};
+  ASSERT_EQ(pread(fd, buf, sizeof(buf), 0), 3);
+  EXPECT_EQ(std::string(buf, 3), "0xy");
+  ASSERT_EQ(close(fd), 0);
+  EXPECT_EQ(ShOk("cat t/r/f/q"), "0xy");
+}
+
+TEST_F(ShellTest, TouchAndTruncateMakeEmptyCellsThatSurviveRemount) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && touch t/r/f/a && : > t/r/f/b");
+  EXPECT_EQ(ShOk("ls t/r/f"), "a\nb\n");
+  Unmount();
+  Mount();
+  EXPECT_EQ(ShOk("ls t/r/f"), "a\nb\n");
+  EXPECT_EQ(ShOk("stat -c %s t/r/f/a t/r/f/b"), "0\n0\n");
+}
+
+TEST_F(ShellTest, TouchOfAnExistingCellMakesNoNewVersion) {
+  CreateTable("t", {"f"});
+  {
+    auto db = OpenDb();
+    RowMutation m("r");
+    m.SetCell("f", "q", 1000000, "old");
+    m.SetCell("f", "q", 2000000, "new");
+    ASSERT_TRUE(db->Apply("t", m, WriteOptions()).ok());
+  }
+  Mount();
+  ShOk("touch -d @100 t/r/f/q");
+  EXPECT_EQ(ShOk("stat -c %Y t/r/f/q"), "100\n");
+  // Not newer than the version before it: no effect.
+  ShOk("touch -d @1 t/r/f/q");
+  EXPECT_EQ(ShOk("stat -c %Y t/r/f/q"), "100\n");
+  ShOk("chmod 600 t/r/f/q && chown nobody t/r/f/q");  // succeed, no effect
+  EXPECT_EQ(ShOk("stat -c %a t/r/f/q"), "644\n");
+  Unmount();
+  auto db = OpenDb();
+  ReadOptions ro;
+  ro.max_versions = 0;
+  auto cells = db->ReadCell("t", "r", "f", "q", ro);
+  ASSERT_TRUE(cells.ok());
+  ASSERT_EQ(cells->size(), 2u);
+  EXPECT_EQ((*cells)[0].timestamp, 100000000);
+  EXPECT_EQ((*cells)[0].value, "new");
+}
+
+TEST_F(ShellTest, VersionNamesWriteExactTimestamps) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && echo now > t/r/f/q && echo old > t/r/f/q@1000000");
+  EXPECT_EQ(ShOk("cat t/r/f/q@1000000"), "old\n");
+  EXPECT_EQ(ShOk("cat t/r/f/q@1970-01-01T00:00:01.5Z"), "old\n");
+  EXPECT_EQ(ShOk("cat t/r/f/q"), "now\n");
+  EXPECT_EQ(ShOk("ls t/r/f"), "q\n");
+  EXPECT_EQ(ShOk("stat -c %Y t/r/f/q@1000000"), "1\n");
+}
+
+TEST_F(ShellTest, SedInPlaceKeepsHistory) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && echo aaa > t/r/f/q && sed -i s/a/b/ t/r/f/q");
+  EXPECT_EQ(ShOk("cat t/r/f/q"), "baa\n");
+  Unmount();
+  auto db = OpenDb();
+  ReadOptions ro;
+  ro.max_versions = 0;
+  auto cells = db->ReadCell("t", "r", "f", "q", ro);
+  ASSERT_TRUE(cells.ok());
+  ASSERT_EQ(cells->size(), 2u);
+  EXPECT_EQ((*cells)[1].value, "aaa\n");
+}
+
+}  // namespace
+}  // namespace tabletfs::testing

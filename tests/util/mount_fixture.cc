@@ -1,0 +1,174 @@
+#include "tests/util/mount_fixture.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace tabletfs::testing {
+namespace {
+
+void ShortPause() {
+  struct timespec ts = {0, 5 * 1000 * 1000};
+  nanosleep(&ts, nullptr);
+}
+
+bool ProcessGone(pid_t pid) {
+  if (kill(pid, 0) != 0) return true;
+  // Reparented daemons may linger as zombies when nobody reaps them.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  size_t close = line.rfind(')');
+  return close == std::string::npos || line.size() < close + 3 ||
+         line[close + 2] == 'Z';
+}
+
+int RunProgram(const std::vector<std::string>& argv) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> args;
+    for (const std::string& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+std::string TabletfsBinary() {
+  return std::string(TABLETFS_BIN_DIR) + "/tabletfs";
+}
+
+void MountFixture::SetUp() {
+  char tmpl[] = "/tmp/tabletfs_mount_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  tmp_ = tmpl;
+  datadir_ = tmp_ + "/data";
+  mnt_ = tmp_ + "/mnt";
+  ASSERT_EQ(mkdir(mnt_.c_str(), 0755), 0);
+}
+
+void MountFixture::TearDown() {
+  if (mounted_) Unmount();
+  RunProgram({"rm", "-rf", tmp_});
+}
+
+std::unique_ptr<DB> MountFixture::OpenDb() {
+  Options options;
+  auto db = DB::Open(options, datadir_);
+  EXPECT_TRUE(db.ok()) << db.status().ToString();
+  if (!db.ok()) return nullptr;
+  return std::move(db).value();
+}
+
+void MountFixture::CreateTable(const std::string& table,
+                               const std::vector<std::string>& families) {
+  auto db = OpenDb();
+  ASSERT_NE(db, nullptr);
+  ASSERT_TRUE(db->CreateTable(table).ok());
+  for (const std::string& f : families) {
+    ASSERT_TRUE(db->CreateFamily(table, f, FamilySettings()).ok());
+  }
+}
+
+int MountFixture::TryMount(const std::vector<std::string>& extra_args) {
+  std::vector<std::string> argv = {TabletfsBinary()};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  argv.push_back(datadir_);
+  argv.push_back(mnt_);
+  int rc = RunProgram(argv);
+  if (rc != 0) return rc;
+  mounted_ = true;
+  std::ifstream pid_file(datadir_ + "/mount.pid");
+  long pid = -1;
+  pid_file >> pid;
+  daemon_pid_ = static_cast<pid_t>(pid);
+  return 0;
+}
+
+void MountFixture::Mount(const std::vector<std::string>& extra_args) {
+  ASSERT_EQ(TryMount(extra_args), 0) << "tabletfs failed to mount";
+  ASSERT_TRUE(IsMounted());
+  ASSERT_GT(daemon_pid_, 0);
+}
+
+bool MountFixture::IsMounted() const {
+  struct stat a, b;
+  if (stat(mnt_.c_str(), &a) != 0) return false;
+  if (stat(tmp_.c_str(), &b) != 0) return false;
+  return a.st_dev != b.st_dev;
+}
+
+void MountFixture::WaitForDaemonExit() {
+  if (daemon_pid_ <= 0) return;
+  // Bounded: 20 s.
+  for (int i = 0; i < 4000 && !ProcessGone(daemon_pid_); i++) ShortPause();
+  EXPECT_TRUE(ProcessGone(daemon_pid_)) << "the daemon did not exit";
+  daemon_pid_ = -1;
+}
+
+void MountFixture::Unmount() {
+  if (!mounted_) return;
+  mounted_ = false;
+  // Already unmounted (SIGTERM to the daemon, umount): just wait for it.
+  if (IsMounted() && RunProgram({"fusermount3", "-u", mnt_}) != 0) {
+    ADD_FAILURE() << "fusermount3 -u failed (busy?); lazy unmount";
+    RunProgram({"fusermount3", "-uz", mnt_});
+  }
+  WaitForDaemonExit();
+}
+
+void MountFixture::KillDaemon() {
+  ASSERT_GT(daemon_pid_, 0);
+  kill(daemon_pid_, SIGKILL);
+  WaitForDaemonExit();
+  RunProgram({"fusermount3", "-uz", mnt_});
+  mounted_ = false;
+}
+
+int MountFixture::Sh(const std::string& command, std::string* out) {
+  std::string full = "cd '" + mnt_ + "' || exit 99\n" + command;
+  FILE* p = popen(full.c_str(), "r");
+  if (p == nullptr) return -1;
+  std::string result;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) result.append(buf, n);
+  int status = pclose(p);
+  if (out != nullptr) *out = std::move(result);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+std::string MountFixture::ShOk(const std::string& command) {
+  std::string out;
+  int rc = Sh(command, &out);
+  EXPECT_EQ(rc, 0) << "command failed: " << command << "\noutput: " << out;
+  return out;
+}
+
+std::string MountFixture::ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void MountFixture::WriteFile(const std::string& path,
+                             const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+}
+
+}  // namespace tabletfs::testing

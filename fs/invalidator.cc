@@ -40,7 +40,7 @@ void Invalidator::Entry(uint64_t parent, std::string name) {
 void Invalidator::Drain() {
   MutexLock lock(&mu_);
   uint64_t target = queued_;
-  while (sent_ < target && !stop_) cv_.Wait();
+  while (sent_ < target && !stop_) Await();
 }
 
 void Invalidator::Run() {
@@ -48,7 +48,7 @@ void Invalidator::Run() {
     Notice n;
     {
       MutexLock lock(&mu_);
-      while (queue_.empty() && !stop_) cv_.Wait();
+      while (queue_.empty() && !stop_) Await();
       if (queue_.empty()) return;
       n = std::move(queue_.front());
       queue_.pop_front();

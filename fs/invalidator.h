@@ -42,6 +42,9 @@ class Invalidator {
     std::string name;
   };
   void Run();
+  // CondVar::Wait names the CondVar's own mutex, which the analysis cannot
+  // tie to mu_.
+  void Await() REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS { cv_.Wait(); }
 
   fuse_session* const session_;
   Mutex mu_;

@@ -38,6 +38,24 @@ FsError DirHandle::Reposition(const Position& pos) {
   return FsError::Ok();
 }
 
+Node DirHandle::ChildBase(NodeKind kind) const {
+  Node n;
+  n.kind = kind;
+  n.table = dir_.table;
+  n.row = dir_.row;
+  n.family = dir_.family;
+  n.view = dir_.view;
+  n.view_at = dir_.view_at;
+  return n;
+}
+
+ReadOptions DirHandle::ViewReadOptions() const {
+  ReadOptions ro;
+  ro.max_versions = dir_.view == View::kVersions ? 0 : 1;
+  if (dir_.view == View::kAt) ro.at = dir_.view_at;
+  return ro;
+}
+
 FsError DirHandle::Read(off_t offset,
                         const std::function<bool(const DirEntry&)>& emit) {
   MutexLock lock(&mu_);
@@ -84,8 +102,12 @@ FsError DirHandle::Read(off_t offset,
         case NodeKind::kSchemaFamily:
           next.key = e.node.family;
           break;
+        case NodeKind::kStatusFile:
+          next.key = e.node.name;
+          break;
         default:
           next.key = e.node.qualifier;
+          next.timestamp = e.node.at.value_or(0);
           break;
       }
     }
@@ -106,11 +128,20 @@ FsError DirHandle::LoadNames() {
       for (const std::string& t : *tables) {
         DirEntry e;
         e.name = t;
-        e.node.kind = dir_.kind == NodeKind::kRoot ? NodeKind::kTable
-                                                   : NodeKind::kSchemaTable;
+        e.node =
+            ChildBase(dir_.kind == NodeKind::kRoot ? NodeKind::kTable
+                                                   : NodeKind::kSchemaTable);
         e.node.table = t;
         names_.push_back(std::move(e));
       }
+      break;
+    }
+    case NodeKind::kStatusDir: {
+      DirEntry e;
+      e.name = std::string(kStatsFileName);
+      e.node.kind = NodeKind::kStatusFile;
+      e.node.name = e.name;
+      names_.push_back(std::move(e));
       break;
     }
     case NodeKind::kSchemaTable: {
@@ -131,12 +162,16 @@ FsError DirHandle::LoadNames() {
       auto families = db_->ListFamilies(dir_.table);
       if (!families.ok()) return FsErrorFromStatus(families.status());
       ScanOptions so;
+      so.read = ViewReadOptions();
+      so.read.max_versions = 1;
       so.start_row = dir_.row;
       so.end_row = RowEnd(dir_.row);
       auto scanner = db_->NewScanner(dir_.table, so);
       if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
-      std::vector<std::string> ephemeral =
-          ephemeral_->Families(dir_.table, dir_.row);
+      std::vector<std::string> ephemeral;
+      if (dir_.view == View::kCurrent) {
+        ephemeral = ephemeral_->Families(dir_.table, dir_.row);
+      }
       for (const FamilyInfo& f : *families) {
         (*scanner)->Seek(dir_.row, f.name);
         bool has_cells = (*scanner)->Valid() && (*scanner)->row() == dir_.row &&
@@ -150,9 +185,7 @@ FsError DirHandle::LoadNames() {
         }
         DirEntry e;
         e.name = f.name;
-        e.node.kind = NodeKind::kFamily;
-        e.node.table = dir_.table;
-        e.node.row = dir_.row;
+        e.node = ChildBase(NodeKind::kFamily);
         e.node.family = f.name;
         e.settings = f.settings;
         names_.push_back(std::move(e));
@@ -178,7 +211,10 @@ FsError DirHandle::NextEntry(std::optional<DirEntry>* out) {
       return NextQualifierEntry(out);
     case NodeKind::kCell:
     case NodeKind::kSchemaFamily:
+    case NodeKind::kStatusFile:
       return FsError::Of(ENOTDIR, dir_.DebugPath() + " is a file");
+    case NodeKind::kAtRoot:
+      return FsError::Ok();  // .at/ lists nothing
     default:
       break;
   }
@@ -198,6 +234,7 @@ FsError DirHandle::NextRowEntry(std::optional<DirEntry>* out) {
   const bool after = last_.phase == Phase::kEntries;
   if (!scanner_) {
     ScanOptions so;
+    so.read = ViewReadOptions();
     so.read.max_versions = 1;
     auto scanner = db_->NewScanner(dir_.table, so);
     if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
@@ -219,14 +256,15 @@ FsError DirHandle::NextRowEntry(std::optional<DirEntry>* out) {
   if (!scanner_->status().ok()) return FsErrorFromStatus(scanner_->status());
   std::optional<std::string> row;
   if (scanner_->Valid()) row = std::string(scanner_->row());
-  std::optional<std::string> made =
-      ephemeral_->NextRow(dir_.table, last_.key, after);
+  std::optional<std::string> made;
+  if (dir_.view == View::kCurrent) {
+    made = ephemeral_->NextRow(dir_.table, last_.key, after);
+  }
   if (made.has_value() && (!row.has_value() || *made < *row)) row = made;
   if (!row.has_value()) return FsError::Ok();
   DirEntry e;
   e.name = ShownName(*row);
-  e.node.kind = NodeKind::kRow;
-  e.node.table = dir_.table;
+  e.node = ChildBase(NodeKind::kRow);
   e.node.row = std::move(*row);
   *out = std::move(e);
   return FsError::Ok();
@@ -234,9 +272,10 @@ FsError DirHandle::NextRowEntry(std::optional<DirEntry>* out) {
 
 FsError DirHandle::NextQualifierEntry(std::optional<DirEntry>* out) {
   const bool after = last_.phase == Phase::kEntries;
+  const bool versions = dir_.view == View::kVersions;
   if (!scanner_) {
     ScanOptions so;
-    so.read.max_versions = 1;
+    so.read = ViewReadOptions();
     so.read.families = {dir_.family};
     so.start_row = dir_.row;
     so.end_row = RowEnd(dir_.row);
@@ -252,11 +291,23 @@ FsError DirHandle::NextQualifierEntry(std::optional<DirEntry>* out) {
     scanner_->Seek(dir_.row, dir_.family, after ? last_.key : std::string());
     scanner_positioned_ = true;
   }
+  // Skip what was returned: qualifiers up to the last one, and under
+  // .versions the versions of the last qualifier down to the last T.
   while (after && scanner_->Valid() && scanner_->row() == dir_.row &&
-         scanner_->family() == dir_.family &&
-         std::string_view(scanner_->qualifier()) <=
-             std::string_view(last_.key)) {
-    scanner_->NextColumn();
+         scanner_->family() == dir_.family) {
+    std::string_view q = scanner_->qualifier();
+    if (q < std::string_view(last_.key)) {
+      scanner_->NextColumn();
+    } else if (q == std::string_view(last_.key)) {
+      if (versions && scanner_->timestamp() < last_.timestamp) break;
+      if (versions) {
+        scanner_->Next();
+      } else {
+        scanner_->NextColumn();
+      }
+    } else {
+      break;
+    }
   }
   if (!scanner_->status().ok()) return FsErrorFromStatus(scanner_->status());
   if (!scanner_->Valid() || scanner_->row() != dir_.row ||
@@ -264,12 +315,13 @@ FsError DirHandle::NextQualifierEntry(std::optional<DirEntry>* out) {
     return FsError::Ok();
   }
   DirEntry e;
-  e.node.kind = NodeKind::kCell;
-  e.node.table = dir_.table;
-  e.node.row = dir_.row;
-  e.node.family = dir_.family;
+  e.node = ChildBase(NodeKind::kCell);
   e.node.qualifier = std::string(scanner_->qualifier());
   e.name = ShownName(e.node.qualifier);
+  if (versions) {
+    e.node.at = scanner_->timestamp();
+    e.name = VersionName(e.name, scanner_->timestamp());
+  }
   e.size = scanner_->value_size();
   e.timestamp = scanner_->timestamp();
   e.settings = family_settings_;

@@ -9,7 +9,9 @@
 //
 // Listing order: tables, rows and qualifiers in byte order (a row listing
 // merges the directories made by mkdir); families (in a row and in
-// `.schema/TABLE`) by name.
+// `.schema/TABLE`) by name; under `.versions`, every version of each
+// qualifier, newest first. A `.at/T` listing reads as of T. A table or
+// family listing reads one consistent snapshot (the scanner's) per pass.
 //
 // Thread safety: Read() may be called from any thread; calls on one handle
 // are serialized by its mutex. REQUIRES: the DB outlives the handle.
@@ -71,6 +73,8 @@ class DirHandle {
     Phase phase = Phase::kDot;
     // Phase kEntries: the key (table, row, family or qualifier) returned.
     std::string key;
+    // `.versions` family listings: the version's timestamp.
+    int64_t timestamp = 0;
   };
 
   // Positions the stream after `pos` (pos.offset == 0: at the start).
@@ -79,6 +83,9 @@ class DirHandle {
   FsError NextEntry(std::optional<DirEntry>* out) REQUIRES(mu_);
   FsError NextRowEntry(std::optional<DirEntry>* out) REQUIRES(mu_);
   FsError NextQualifierEntry(std::optional<DirEntry>* out) REQUIRES(mu_);
+  // A node of this directory's view, with table/row/family set from dir_.
+  Node ChildBase(NodeKind kind) const;
+  ReadOptions ViewReadOptions() const;
   FsError LoadNames() REQUIRES(mu_);
   void Remember(const Position& pos) REQUIRES(mu_);
 

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -231,11 +232,55 @@ class Filesystem {
 
   // Fills an entry reply for `node`, counting one lookup.
   FsError MakeEntry(const Node& node, fuse_entry_param* e);
+  // `@T` names, the `.versions` and `.at` views and the status files change
+  // without a kernel operation on them: never cached.
+  static bool Volatile(const Node& node) {
+    return node.at.has_value() || node.view != View::kCurrent ||
+           node.kind == NodeKind::kStatusDir ||
+           node.kind == NodeKind::kStatusFile || node.kind == NodeKind::kAtRoot;
+  }
   double EntryTimeout(const Node& node) const {
-    return node.at.has_value() ? 0.0 : options_.entry_timeout;
+    return Volatile(node) ? 0.0 : options_.entry_timeout;
   }
   double AttrTimeout(const Node& node) const {
-    return node.at.has_value() ? 0.0 : options_.attr_timeout;
+    return Volatile(node) ? 0.0 : options_.attr_timeout;
+  }
+  // The time a read of `node` is made at: `Q@T` and `.at/T` (the earlier of
+  // the two when both).
+  static std::optional<int64_t> ReadAt(const Node& node) {
+    if (node.view == View::kAt) {
+      return node.at.has_value() ? std::min(*node.at, node.view_at)
+                                 : node.view_at;
+    }
+    return node.at;
+  }
+  // Refuses changes to read-only parts of the namespace: EROFS under
+  // `.at`, EPERM for `.versions` (except removing a version) and the status
+  // files.
+  static FsError CheckWritable(const Node& node, const char* what) {
+    if (node.view == View::kAt || node.kind == NodeKind::kAtRoot) {
+      return FsError::Of(EROFS, std::string(what) + ": " + node.DebugPath() +
+                                    " is a read-only view of the past");
+    }
+    if (node.view == View::kVersions) {
+      return FsError::Of(EPERM, std::string(what) +
+                                    ": versions under "
+                                    ".versions never change; "
+                                    "only rm of one works");
+    }
+    if (node.kind == NodeKind::kStatusDir ||
+        node.kind == NodeKind::kStatusFile) {
+      return FsError::Of(
+          EPERM, std::string(what) + ": " + node.DebugPath() + " is generated");
+    }
+    return FsError::Ok();
+  }
+  // After a family's settings changed (GC policy, owner, mode): every
+  // cached node of that family.
+  void InvalidateFamily(const std::string& table, const std::string& family) {
+    for (uint64_t ino : inodes_.InodesOfFamily(table, family)) {
+      InvalidateInode(ino);
+    }
   }
 
   FsError Commit(FileHandle& h) REQUIRES(h.mu());
@@ -403,6 +448,7 @@ FsError Filesystem::TableExists(std::string_view table) {
 
 FsError Filesystem::RowHasCells(const Node& n, bool* has) {
   ScanOptions so;
+  so.read.at = ReadAt(n);
   so.start_row = n.row;
   so.end_row = RowEnd(n.row);
   auto scanner = db_->NewScanner(n.table, so);
@@ -417,6 +463,7 @@ FsError Filesystem::RowHasCells(const Node& n, bool* has) {
 
 FsError Filesystem::FamilyHasCells(const Node& n, bool* has) {
   ScanOptions so;
+  so.read.at = ReadAt(n);
   so.start_row = n.row;
   so.end_row = RowEnd(n.row);
   so.read.families = {n.family};
@@ -434,11 +481,16 @@ FsError Filesystem::FamilyHasCells(const Node& n, bool* has) {
 FsError Filesystem::ReadVersion(const Node& cell, CellVersion* out) {
   ReadOptions ro;
   ro.max_versions = 1;
-  ro.at = cell.at;
+  ro.at = ReadAt(cell);
   auto versions =
       db_->ReadCell(cell.table, cell.row, cell.family, cell.qualifier, ro);
   if (!versions.ok()) return FsErrorFromStatus(versions.status());
   *out = CellVersion();
+  // Under .versions, Q@T is the version at exactly T.
+  if (!versions->empty() && cell.view == View::kVersions &&
+      (*versions)[0].timestamp != cell.at) {
+    return FsError::Ok();
+  }
   if (!versions->empty()) {
     out->exists = true;
     out->timestamp = (*versions)[0].timestamp;
@@ -451,15 +503,27 @@ FsError Filesystem::Stat(const Node& node, fuse_ino_t ino, struct stat* st) {
   switch (node.kind) {
     case NodeKind::kRoot:
     case NodeKind::kSchemaRoot:
+    case NodeKind::kAtRoot:
+    case NodeKind::kStatusDir:
       DirStat(ino, S_IFDIR | 0755, uid_, gid_, st);
       return FsError::Ok();
+    case NodeKind::kStatusFile: {
+      // Generated content, read with direct I/O: the size is a hint.
+      std::string text = db_->GetStats().ToString();
+      FileStat(ino, FamilySettings(), text.size(), NowMicros(), st);
+      st->st_mode = S_IFREG | 0444;
+      st->st_uid = uid_;
+      st->st_gid = gid_;
+      return FsError::Ok();
+    }
     case NodeKind::kTable:
     case NodeKind::kSchemaTable:
       TABLETFS_FS_RETURN_IF_ERROR(TableExists(node.table));
       DirStat(ino, S_IFDIR | 0755, uid_, gid_, st);
       return FsError::Ok();
     case NodeKind::kRow: {
-      bool has = ephemeral_.HasRow(node.table, node.row);
+      bool has = node.view == View::kCurrent &&
+                 ephemeral_.HasRow(node.table, node.row);
       if (!has) TABLETFS_FS_RETURN_IF_ERROR(RowHasCells(node, &has));
       if (!has) {
         return FsError::Of(ENOENT, "no row " + node.DebugPath());
@@ -470,7 +534,8 @@ FsError Filesystem::Stat(const Node& node, fuse_ino_t ino, struct stat* st) {
     case NodeKind::kFamily: {
       auto settings = db_->GetFamily(node.table, node.family);
       if (!settings.ok()) return FsErrorFromStatus(settings.status());
-      bool has = ephemeral_.HasFamily(node.table, node.row, node.family);
+      bool has = node.view == View::kCurrent &&
+                 ephemeral_.HasFamily(node.table, node.row, node.family);
       if (!has) TABLETFS_FS_RETURN_IF_ERROR(FamilyHasCells(node, &has));
       if (!has) {
         return FsError::Of(ENOENT, "no cells in " + node.DebugPath());
@@ -484,7 +549,7 @@ FsError Filesystem::Stat(const Node& node, fuse_ino_t ino, struct stat* st) {
       if (!settings.ok()) return FsErrorFromStatus(settings.status());
       // An open writer shows what it holds: a created file exists before
       // its first commit, and fstat of a writer sees its own writes.
-      if (ino != 0) {
+      if (ino != 0 && node.view == View::kCurrent) {
         for (auto& h : WritersOf(ino)) {
           MutexLock lock(h->mu());
           if (h->mode() == FileHandle::Mode::kAppend) continue;
@@ -498,7 +563,8 @@ FsError Filesystem::Stat(const Node& node, fuse_ino_t ino, struct stat* st) {
       CellVersion v;
       TABLETFS_FS_RETURN_IF_ERROR(ReadVersion(node, &v));
       if (!v.exists) {
-        if (ino != 0 && !WritersOf(ino).empty()) {
+        if (ino != 0 && node.view == View::kCurrent &&
+            !WritersOf(ino).empty()) {
           FileStat(ino, *settings, 0, NowMicros(), st);
           return FsError::Ok();
         }
@@ -541,6 +607,12 @@ void Filesystem::EntryStat(const DirEntry& de, fuse_ino_t ino,
         return;
       }
       break;
+    case NodeKind::kStatusFile:
+      FileStat(ino, FamilySettings(), 0, NowMicros(), st);
+      st->st_mode = S_IFREG | 0444;
+      st->st_uid = uid_;
+      st->st_gid = gid_;
+      return;
     default:
       break;
   }
@@ -654,6 +726,7 @@ FsError Filesystem::CommitSchema(FileHandle& h) {
   if (!(next == *current)) {
     Status s = db_->UpdateFamily(n.table, n.family, next);
     if (!s.ok()) return FsErrorFromStatus(s);
+    InvalidateFamily(n.table, n.family);
   }
   h.Committed(0);
   InvalidateInode(h.ino());
@@ -765,6 +838,11 @@ void Filesystem::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr,
     Refuse(req, "setattr", "inode " + std::to_string(ino), e);
     return;
   }
+  e = CheckWritable(n, "setattr");
+  if (!e.ok()) {
+    Refuse(req, "setattr", n.DebugPath(), e);
+    return;
+  }
   std::shared_ptr<FileHandle> h = fi != nullptr ? FileOf(fi) : nullptr;
   if (to_set & FUSE_SET_ATTR_SIZE) {
     uint64_t size = static_cast<uint64_t>(attr->st_size);
@@ -826,6 +904,7 @@ void Filesystem::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr,
         Refuse(req, "chmod/chown", n.DebugPath(), e);
         return;
       }
+      InvalidateFamily(n.table, n.family);
     } else if ((to_set & FUSE_SET_ATTR_MODE) &&
                (n.kind == NodeKind::kCell || n.kind == NodeKind::kFamily)) {
       auto settings = db_->GetFamily(n.table, n.family);
@@ -854,6 +933,7 @@ void Filesystem::Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name,
   Node p, n;
   FsError e = NodeOf(parent, &p);
   bool hashed = false;
+  if (e.ok()) e = CheckWritable(p, "mkdir");
   if (e.ok()) e = Resolve(p, name, &n, &hashed);
   if (!e.ok() && e.err == ENAMETOOLONG) {
     e.reason = "a new name may be at most 234 bytes: " + e.reason;
@@ -916,6 +996,7 @@ void Filesystem::Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name,
 void Filesystem::Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Node p, n;
   FsError e = NodeOf(parent, &p);
+  if (e.ok()) e = CheckWritable(p, "rmdir");
   if (e.ok()) e = Resolve(p, name, &n);
   if (e.ok()) {
     switch (n.kind) {
@@ -984,8 +1065,33 @@ void Filesystem::Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Node p, n;
   FsError e = NodeOf(parent, &p);
   if (e.ok()) e = Resolve(p, name, &n);
+  if (e.ok() && !(p.view == View::kVersions && n.kind == NodeKind::kCell)) {
+    e = CheckWritable(p, "unlink");
+  }
   if (e.ok()) {
-    if (n.kind == NodeKind::kCell) {
+    if (n.kind == NodeKind::kCell && n.view == View::kVersions) {
+      // rm .versions/TABLE/ROW/FAMILY/Q@T: exactly that version.
+      CellVersion v;
+      e = ReadVersion(n, &v);
+      if (e.ok() && !v.exists) {
+        e = FsError::Of(ENOENT, "no version " + n.DebugPath());
+      }
+      if (e.ok()) {
+        RowMutation m(n.row);
+        m.DeleteVersion(n.family, n.qualifier, *n.at);
+        auto r = db_->Apply(n.table, m, WriteOptions());
+        if (!r.ok()) e = FsErrorFromStatus(r.status());
+      }
+      if (e.ok()) {
+        // The main tree's Q (and Q@T) changed without a kernel operation.
+        Node plain = n;
+        plain.view = View::kCurrent;
+        plain.at.reset();
+        if (auto ino = inodes_.Find(plain)) InvalidateInode(*ino);
+        plain.at = n.at;
+        if (auto ino = inodes_.Find(plain)) InvalidateInode(*ino);
+      }
+    } else if (n.kind == NodeKind::kCell) {
       if (n.at.has_value()) {
         e = FsError::Of(EPERM,
                         "single versions are removed under .versions, "
@@ -1031,6 +1137,12 @@ void Filesystem::Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
   Node p, np, from, to;
   FsError e = NodeOf(parent, &p);
   if (e.ok()) e = NodeOf(newparent, &np);
+  if (e.ok()) e = CheckWritable(p, "rename");
+  if (e.ok()) e = CheckWritable(np, "rename");
+  if (e.ok() &&
+      (p.kind == NodeKind::kSchemaTable || np.kind == NodeKind::kSchemaTable)) {
+    e = FsError::Of(EPERM, "families are not renamed");
+  }
   if (e.ok() && (flags & RENAME_EXCHANGE)) {
     e = FsError::Of(EINVAL, "RENAME_EXCHANGE is not supported");
   }
@@ -1093,6 +1205,7 @@ void Filesystem::Create(fuse_req_t req, fuse_ino_t parent, const char* name,
   (void)mode;
   Node p, n;
   FsError e = NodeOf(parent, &p);
+  if (e.ok()) e = CheckWritable(p, "create");
   if (e.ok()) e = Resolve(p, name, &n);
   if (!e.ok() && e.err == ENAMETOOLONG) {
     e.reason = "a new name may be at most 234 bytes: " + e.reason;
@@ -1191,9 +1304,15 @@ void Filesystem::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   FsError e = NodeOf(ino, &n);
   std::shared_ptr<FileHandle> h;
   const int acc = fi->flags & O_ACCMODE;
-  const bool write = acc != O_RDONLY;
+  const bool write = acc != O_RDONLY || (fi->flags & O_TRUNC);
+  if (e.ok() && write) e = CheckWritable(n, "open for writing");
   if (e.ok()) {
     switch (n.kind) {
+      case NodeKind::kStatusFile:
+        h = OpenHandle(ino, n, FileHandle::Mode::kRead,
+                       db_->GetStats().ToString(), false);
+        fi->direct_io = 1;
+        break;
       case NodeKind::kCell: {
         if (write) e = CheckFuture(n);
         if (!e.ok()) break;

@@ -80,6 +80,19 @@ bool InodeTable::SameVersionAsLastOpen(uint64_t ino, int64_t timestamp,
   return same;
 }
 
+std::vector<uint64_t> InodeTable::InodesOfFamily(const std::string& table,
+                                                 const std::string& family) {
+  std::vector<uint64_t> out;
+  MutexLock lock(&mu_);
+  for (const auto& [ino, e] : by_inode_) {
+    if ((e.node.kind == NodeKind::kFamily || e.node.kind == NodeKind::kCell) &&
+        e.node.table == table && e.node.family == family) {
+      out.push_back(ino);
+    }
+  }
+  return out;
+}
+
 uint64_t InodeTable::LookupCount(uint64_t ino) {
   MutexLock lock(&mu_);
   auto it = by_inode_.find(ino);

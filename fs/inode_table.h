@@ -20,7 +20,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "fs/path_map.h"
 #include "store/util/mutex.h"
@@ -53,6 +55,11 @@ class InodeTable {
   // For keep_cache: records that a reader opened `ino` at this version and
   // says whether the previous open saw the same version.
   bool SameVersionAsLastOpen(uint64_t ino, int64_t timestamp, uint64_t size);
+
+  // The inodes of a family's nodes in every view (family directories,
+  // cells, versions), for invalidation after its settings changed.
+  std::vector<uint64_t> InodesOfFamily(const std::string& table,
+                                       const std::string& family);
 
   // For tests and stats.
   uint64_t LookupCount(uint64_t ino);

@@ -5,57 +5,70 @@
 #include <functional>
 
 #include "fs/names.h"
+#include "fs/timestamp.h"
 
 namespace tabletfs::fs {
 
 Node Node::Parent() const {
   Node p;
+  p.view = view;
+  p.view_at = view_at;
+  p.table = table;
   switch (kind) {
     case NodeKind::kRoot:
+      // .versions and .at/T hang off the current root and .at.
+      p = Node();
+      if (view == View::kAt) p.kind = NodeKind::kAtRoot;
+      return p;
     case NodeKind::kTable:
-    case NodeKind::kSchemaRoot:
+      p.kind = NodeKind::kRoot;
+      p.table.clear();
       return p;
     case NodeKind::kRow:
       p.kind = NodeKind::kTable;
-      p.table = table;
       return p;
     case NodeKind::kFamily:
       p.kind = NodeKind::kRow;
-      p.table = table;
       p.row = row;
       return p;
     case NodeKind::kCell:
       p.kind = NodeKind::kFamily;
-      p.table = table;
       p.row = row;
       p.family = family;
       return p;
+    case NodeKind::kSchemaRoot:
+    case NodeKind::kAtRoot:
+    case NodeKind::kStatusDir:
+      return Node();
     case NodeKind::kSchemaTable:
       p.kind = NodeKind::kSchemaRoot;
+      p.table.clear();
       return p;
     case NodeKind::kSchemaFamily:
       p.kind = NodeKind::kSchemaTable;
-      p.table = table;
+      return p;
+    case NodeKind::kStatusFile:
+      p = Node();
+      p.kind = NodeKind::kStatusDir;
       return p;
   }
-  return p;
+  return Node();
 }
 
 std::string Node::DebugPath() const {
-  switch (kind) {
-    case NodeKind::kRoot:
-      return "/";
-    case NodeKind::kSchemaRoot:
-      return "/.schema";
-    case NodeKind::kSchemaTable:
-      return "/.schema/" + table;
-    case NodeKind::kSchemaFamily:
-      return "/.schema/" + table + "/" + family;
-    default:
-      break;
+  if (kind == NodeKind::kRoot) {
+    switch (view) {
+      case View::kCurrent:
+        return "/";
+      case View::kVersions:
+        return "/" + std::string(kVersionsDirName);
+      case View::kAt:
+        return "/" + std::string(kAtDirName) + "/" + std::to_string(view_at);
+    }
   }
-  return Parent().DebugPath() + (kind == NodeKind::kTable ? "" : "/") +
-         ListedName(*this);
+  std::string parent = Parent().DebugPath();
+  if (parent != "/") parent += "/";
+  return parent + ListedName(*this);
 }
 
 size_t NodeHash::operator()(const Node& node) const {
@@ -69,6 +82,9 @@ size_t NodeHash::operator()(const Node& node) const {
   mix(h(node.family));
   mix(h(node.qualifier));
   mix(node.at.has_value() ? std::hash<int64_t>()(*node.at) : 7);
+  mix(static_cast<size_t>(node.view));
+  mix(std::hash<int64_t>()(node.view_at));
+  mix(h(node.name));
   return v;
 }
 
@@ -79,19 +95,50 @@ FsError ParseChild(const Node& parent, std::string_view name,
   n.table = parent.table;
   n.row = parent.row;
   n.family = parent.family;
+  n.view = parent.view;
+  n.view_at = parent.view_at;
   switch (parent.kind) {
     case NodeKind::kRoot:
-      if (name == kSchemaDirName) {
-        n.kind = NodeKind::kSchemaRoot;
-        break;
-      }
-      if (name == ".versions" || name == ".at" || name == ".tabletfs") {
-        return FsError::Of(ENOENT, "'" + std::string(name) +
-                                       "' is not served by this version");
+      if (parent.view == View::kCurrent) {
+        if (name == kSchemaDirName) {
+          n.kind = NodeKind::kSchemaRoot;
+          break;
+        }
+        if (name == kVersionsDirName) {
+          n.kind = NodeKind::kRoot;
+          n.view = View::kVersions;
+          break;
+        }
+        if (name == kAtDirName) {
+          n.kind = NodeKind::kAtRoot;
+          break;
+        }
+        if (name == kStatusDirName) {
+          n.kind = NodeKind::kStatusDir;
+          break;
+        }
       }
       TABLETFS_FS_RETURN_IF_ERROR(ParseTableName(name));
       n.kind = NodeKind::kTable;
       n.table = std::string(name);
+      break;
+    case NodeKind::kAtRoot: {
+      int64_t t;
+      TABLETFS_FS_RETURN_IF_ERROR(ParseTimestamp(name, &t));
+      n = Node();
+      n.kind = NodeKind::kRoot;
+      n.view = View::kAt;
+      n.view_at = t;
+      break;
+    }
+    case NodeKind::kStatusDir:
+      if (name != kStatsFileName) {
+        return FsError::Of(
+            ENOENT, "no status file '" + std::string(name) + "' in .tabletfs");
+      }
+      n = Node();
+      n.kind = NodeKind::kStatusFile;
+      n.name = std::string(name);
       break;
     case NodeKind::kTable: {
       ParsedName parsed;
@@ -113,6 +160,12 @@ FsError ParseChild(const Node& parent, std::string_view name,
       TABLETFS_FS_RETURN_IF_ERROR(SplitVersionSuffix(name, &base, &at));
       ParsedName parsed;
       TABLETFS_FS_RETURN_IF_ERROR(ParseName(base, &parsed));
+      if (parent.view == View::kVersions && !at.has_value()) {
+        return FsError::Of(ENOENT,
+                           "under .versions every name is "
+                           "QUALIFIER@T, not '" +
+                               std::string(name) + "'");
+      }
       n.kind = NodeKind::kCell;
       n.qualifier = std::move(parsed.key);
       n.at = at;
@@ -132,6 +185,7 @@ FsError ParseChild(const Node& parent, std::string_view name,
       break;
     case NodeKind::kCell:
     case NodeKind::kSchemaFamily:
+    case NodeKind::kStatusFile:
       return FsError::Of(ENOTDIR, parent.DebugPath() + " is a file");
   }
   *out = std::move(c);
@@ -141,7 +195,21 @@ FsError ParseChild(const Node& parent, std::string_view name,
 std::string ListedName(const Node& node) {
   switch (node.kind) {
     case NodeKind::kRoot:
+      switch (node.view) {
+        case View::kCurrent:
+          return "/";
+        case View::kVersions:
+          return std::string(kVersionsDirName);
+        case View::kAt:
+          return std::to_string(node.view_at);
+      }
       return "/";
+    case NodeKind::kAtRoot:
+      return std::string(kAtDirName);
+    case NodeKind::kStatusDir:
+      return std::string(kStatusDirName);
+    case NodeKind::kStatusFile:
+      return node.name;
     case NodeKind::kTable:
     case NodeKind::kSchemaTable:
       return node.table;

@@ -27,7 +27,17 @@ enum class NodeKind : uint8_t {
   kSchemaRoot,    // MOUNT/.schema/
   kSchemaTable,   // MOUNT/.schema/TABLE/
   kSchemaFamily,  // MOUNT/.schema/TABLE/FAMILY (a file)
+  kAtRoot,        // MOUNT/.at/ (lists nothing)
+  kStatusDir,     // MOUNT/.tabletfs/
+  kStatusFile,    // MOUNT/.tabletfs/NAME
 };
+
+// Which tree a node of the data (kRoot..kCell) belongs to:
+//   kCurrent   MOUNT/...            the newest versions, read-write
+//   kVersions  MOUNT/.versions/...  every version as QUALIFIER@T (kCell
+//                                   with `at` = exactly T), newest first
+//   kAt        MOUNT/.at/T/...      read-only, as of time view_at
+enum class View : uint8_t { kCurrent, kVersions, kAt };
 
 // One node of the namespace. Which fields are set depends on `kind`:
 // table for everything below the root, row from kRow, family from kFamily
@@ -39,11 +49,15 @@ struct Node {
   std::string family;
   std::string qualifier;
   std::optional<int64_t> at;
+  View view = View::kCurrent;
+  int64_t view_at = 0;  // kAt
+  std::string name;     // kStatusFile
 
   bool operator==(const Node& other) const = default;
 
   bool IsDirectory() const {
-    return kind != NodeKind::kCell && kind != NodeKind::kSchemaFamily;
+    return kind != NodeKind::kCell && kind != NodeKind::kSchemaFamily &&
+           kind != NodeKind::kStatusFile;
   }
   // The node one level up (the root for the root).
   Node Parent() const;
@@ -57,6 +71,11 @@ struct NodeHash {
 
 // The reserved names of the root: reached by name, never listed.
 inline constexpr std::string_view kSchemaDirName = ".schema";
+inline constexpr std::string_view kVersionsDirName = ".versions";
+inline constexpr std::string_view kAtDirName = ".at";
+inline constexpr std::string_view kStatusDirName = ".tabletfs";
+// The files of `.tabletfs/`.
+inline constexpr std::string_view kStatsFileName = "stats";
 
 // What `name` in directory `parent` refers to. For a hashed name (a long key
 // shown as "PREFIX%~HASH"), *hashed is set to the parsed name and the key
@@ -64,7 +83,8 @@ inline constexpr std::string_view kSchemaDirName = ".schema";
 // store (HashedNameMatches). Errors, per DESIGN.md "Names":
 //   ENOTDIR for a name inside a file node, EINVAL for a bad name or T,
 //   ENAMETOOLONG for a name longer than any listed name, ENOENT for a
-//   reserved name not served yet.
+//   name that cannot exist (a `.tabletfs` file we do not have, a name
+//   without `@T` under `.versions`).
 struct ParsedChild {
   Node node;
   bool hashed = false;

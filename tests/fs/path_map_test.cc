@@ -71,7 +71,37 @@ TEST(PathMapTest, RefusesBadNames) {
   EXPECT_EQ(ChildErr(family, "q@zz"), EINVAL);
   EXPECT_EQ(ChildErr(family, std::string(235, 'a')), ENAMETOOLONG);
   EXPECT_EQ(ChildErr(Child(family, "q"), "x"), ENOTDIR);
-  EXPECT_EQ(ChildErr(Root(), ".versions"), ENOENT);
+  EXPECT_EQ(ChildErr(Child(Root(), ".tabletfs"), "nothing"), ENOENT);
+}
+
+TEST(PathMapTest, VersionsAndAtViews) {
+  Node versions = Child(Root(), ".versions");
+  EXPECT_EQ(versions.kind, NodeKind::kRoot);
+  EXPECT_EQ(versions.view, View::kVersions);
+  Node family = Child(Child(Child(versions, "t"), "r"), "f");
+  EXPECT_EQ(family.view, View::kVersions);
+  EXPECT_EQ(ChildErr(family, "q"), ENOENT);  // only Q@T there
+  Node v = Child(family, "q@7");
+  EXPECT_EQ(*v.at, 7);
+  EXPECT_EQ(v.DebugPath(), "/.versions/t/r/f/q@7");
+  EXPECT_EQ(ChildErr(versions, ".versions"), EINVAL);
+
+  Node at_root = Child(Root(), ".at");
+  EXPECT_EQ(at_root.kind, NodeKind::kAtRoot);
+  EXPECT_EQ(ChildErr(at_root, "yesterday"), EINVAL);
+  Node at = Child(at_root, "1970-01-01T00:00:01Z");
+  EXPECT_EQ(at.kind, NodeKind::kRoot);
+  EXPECT_EQ(at.view, View::kAt);
+  EXPECT_EQ(at.view_at, 1000000);
+  Node cell = Child(Child(Child(Child(at, "t"), "r"), "f"), "q");
+  EXPECT_EQ(cell.view, View::kAt);
+  EXPECT_EQ(cell.DebugPath(), "/.at/1000000/t/r/f/q");
+  EXPECT_EQ(cell.Parent().Parent().Parent().Parent(), at);
+  EXPECT_EQ(at.Parent(), at_root);
+
+  Node stats = Child(Child(Root(), ".tabletfs"), "stats");
+  EXPECT_EQ(stats.kind, NodeKind::kStatusFile);
+  EXPECT_FALSE(stats.IsDirectory());
 }
 
 TEST(PathMapTest, SchemaTree) {

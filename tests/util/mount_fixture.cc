@@ -55,6 +55,8 @@ void MountFixture::SetUp() {
   char tmpl[] = "/tmp/tabletfs_mount_XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   tmp_ = tmpl;
+  // Other users (allow_other tests) must be able to reach the mount point.
+  ASSERT_EQ(chmod(tmp_.c_str(), 0755), 0);
   datadir_ = tmp_ + "/data";
   mnt_ = tmp_ + "/mnt";
   ASSERT_EQ(mkdir(mnt_.c_str(), 0755), 0);

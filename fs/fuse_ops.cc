@@ -239,11 +239,21 @@ class Filesystem {
            node.kind == NodeKind::kStatusDir ||
            node.kind == NodeKind::kStatusFile || node.kind == NodeKind::kAtRoot;
   }
-  double EntryTimeout(const Node& node) const {
-    return Volatile(node) ? 0.0 : options_.entry_timeout;
+  // Also a family whose GC policy uses maxage: its versions expire as time
+  // passes.
+  bool Uncached(const Node& node) {
+    if (Volatile(node)) return true;
+    if (node.kind != NodeKind::kFamily && node.kind != NodeKind::kCell) {
+      return false;
+    }
+    auto settings = db_->GetFamily(node.table, node.family);
+    return settings.ok() && settings->gc_policy.DependsOnTime();
   }
-  double AttrTimeout(const Node& node) const {
-    return Volatile(node) ? 0.0 : options_.attr_timeout;
+  double EntryTimeout(const Node& node) {
+    return Uncached(node) ? 0.0 : options_.entry_timeout;
+  }
+  double AttrTimeout(const Node& node) {
+    return Uncached(node) ? 0.0 : options_.attr_timeout;
   }
   // The time a read of `node` is made at: `Q@T` and `.at/T` (the earlier of
   // the two when both).

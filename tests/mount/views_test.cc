@@ -136,6 +136,24 @@ TEST_F(ViewsTest, FamilyOwnerAndModeApplyEverywhere) {
   EXPECT_EQ(as_nobody(Path("t/r/f/q")), 0);
 }
 
+TEST_F(ViewsTest, MaxageExpiryIsSeenWithoutACacheDelay) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk(
+      "echo 'gcpolicy = maxage=1s' > .schema/t/f && mkdir -p t/r/f && "
+      "echo v > t/r/f/q");
+  EXPECT_EQ(ShOk("cat t/r/f/q"), "v\n");
+  // Expires about a second after it was written; poll (bounded) for it.
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; i++) {
+    gone = Sh("test -e t/r/f/q") != 0;
+    if (!gone) usleep(10000);
+  }
+  EXPECT_TRUE(gone);
+  EXPECT_NE(Sh("cat t/r/f/q 2>/dev/null"), 0);
+  EXPECT_EQ(ShOk("ls .versions/t/r/f 2>/dev/null; true"), "");
+}
+
 TEST_F(ViewsTest, StatsFile) {
   CreateTable("t", {"f"});
   Mount();

@@ -169,7 +169,10 @@ class Filesystem {
 
   void Refuse(fuse_req_t req, const char* op, const std::string& what,
               const FsError& e) {
-    LogLevel level = e.err == ENOENT ? LogLevel::kDebug : LogLevel::kInfo;
+    // Tools probe names all the time: failed lookups are debug lines.
+    LogLevel level = e.err == ENOENT || std::strcmp(op, "lookup") == 0
+                         ? LogLevel::kDebug
+                         : LogLevel::kInfo;
     if (LogEnabled(level)) {
       LogRefusal(level, std::string(op) + " " + what + ": " + e.ToString());
     }

@@ -1,6 +1,7 @@
 // The daemon's command line, exit codes, pid files and mount.fuse3.
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -88,6 +89,24 @@ TEST_F(DaemonTest, RelativeDataDirIsMadeAbsolute) {
        i < 2000 && access((datadir() + "/mount.pid").c_str(), F_OK) == 0; i++) {
     usleep(5000);
   }
+}
+
+TEST_F(DaemonTest, ForegroundRunsUntilUnmounted) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(TabletfsBinary().c_str(), "tabletfs", "-f", datadir().c_str(),
+          mnt().c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  for (int i = 0; i < 2000 && !IsMounted(); i++) usleep(5000);
+  ASSERT_TRUE(IsMounted());
+  EXPECT_EQ(ShOk("mkdir t && ls"), "t\n");
+  ASSERT_EQ(system(("fusermount3 -u " + mnt()).c_str()), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST_F(DaemonTest, SigtermUnmountsCleanly) {

@@ -273,5 +273,32 @@ TEST_F(ShellTest, SedInPlaceKeepsHistory) {
   EXPECT_EQ((*cells)[1].value, "aaa\n");
 }
 
+TEST_F(ShellTest, EarlyErrorsComeFromWrite) {
+  CreateTable("t", {"f"});
+  Mount({"-o", "max_value_bytes=1000"});
+  ShOk("mkdir -p t/r/f && echo small > t/r/f/q");
+  int fd = open(Path("t/r/f/q").c_str(), O_WRONLY | O_TRUNC);
+  ASSERT_GE(fd, 0);
+  std::string big(2000, 'x');
+  errno = 0;
+  EXPECT_EQ(write(fd, big.data(), big.size()), -1);
+  EXPECT_EQ(errno, EFBIG);
+  close(fd);
+  // A handle whose write was refused commits nothing.
+  EXPECT_EQ(ShOk("cat t/r/f/q"), "small\n");
+  Unmount();
+  // A reserve larger than any disk: every write is ENOSPC.
+  Mount({"-o", "space_reserve_bytes=1000000000000000000"});
+  fd = open(Path("t/r/f/q").c_str(), O_WRONLY | O_APPEND);
+  ASSERT_GE(fd, 0);
+  errno = 0;
+  EXPECT_EQ(write(fd, "x", 1), -1);
+  EXPECT_EQ(errno, ENOSPC);
+  close(fd);
+  EXPECT_EQ(ShOk("cat t/r/f/q"), "small\n");
+  // Deletes still work below the reserve.
+  ShOk("rm t/r/f/q");
+}
+
 }  // namespace
 }  // namespace tabletfs::testing

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -26,8 +27,18 @@ bool ProcessGone(pid_t pid) {
   std::string line;
   std::getline(stat, line);
   size_t close = line.rfind(')');
-  return close == std::string::npos || line.size() < close + 3 ||
-         line[close + 2] == 'Z';
+  if (close == std::string::npos || line.size() < close + 3) return true;
+  if (line[close + 2] != 'Z') return false;
+  // A killed leader is a zombie while its other threads still exit and
+  // hold the process's files (the store's flock): wait for them too.
+  std::error_code ec;
+  size_t threads = 0;
+  for (auto it = std::filesystem::directory_iterator(
+           "/proc/" + std::to_string(pid) + "/task", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    threads++;
+  }
+  return threads <= 1;
 }
 
 int RunProgram(const std::vector<std::string>& argv) {

@@ -193,6 +193,9 @@ Status DBImpl::FinishRecovery(const std::vector<uint64_t>& old_logs) {
   std::string path = FileName(new_log, ".log");
   TABLETFS_ASSIGN_OR_RETURN(auto file, env_->NewWritableFile(path));
   log_ = std::make_unique<LogWriter>(std::move(file));
+  // The log's directory entry must be durable before a synced write in it
+  // is acknowledged.
+  TABLETFS_RETURN_IF_ERROR(env_->SyncDir(dir_));
   {
     MutexLock l(&mu_);
     current_log_number_ = new_log;
@@ -225,6 +228,8 @@ void DBImpl::RollLogAfterFailure() {
   }
   log_ = std::make_unique<LogWriter>(std::move(*file));
   current_log_number_ = number;
+  Status s = env_->SyncDir(dir_);
+  if (!s.ok()) bg_error_ = s.WithContext("replacing a failed log");
 }
 
 Status DBImpl::FreezeMemtable() {
@@ -234,6 +239,8 @@ Status DBImpl::FreezeMemtable() {
   std::string path = FileName(number, ".log");
   Result<std::unique_ptr<WritableFile>> file = env_->NewWritableFile(path);
   if (!file.ok()) return file.status().WithContext("new log");
+  Status dir_status = env_->SyncDir(dir_);
+  if (!dir_status.ok()) return dir_status.WithContext("new log");
   // Hands the old log's tail to the OS: its entries must survive a crash of
   // the process until the flush commits them.
   Status s = log_->Close();
@@ -252,7 +259,10 @@ Status DBImpl::MakeRoomForWrite() {
   while (true) {
     if (!bg_error_.ok()) return bg_error_;
     int l0 = static_cast<int>(version_->levels[0].size());
-    bool full = mem_->ApproximateMemoryUsage() >= options_.memtable_bytes;
+    // An empty memtable is never full, however small memtable_bytes is: the
+    // write always fits after one freeze (no freeze loop on a huge write).
+    bool full = mem_->entries() > 0 &&
+                mem_->ApproximateMemoryUsage() >= options_.memtable_bytes;
     if (!full && l0 < kL0StopWrites) return Status::OK();
     if (l0 >= kL0StopWrites || static_cast<int>(imm_.size()) >=
                                    std::max(1, options_.max_frozen_memtables)) {
@@ -534,6 +544,9 @@ Status DBImpl::WriteTables(
   // The value file must be durable before any table naming it is committed.
   if (s.ok() && values != nullptr) s = values->Sync();
   if (s.ok() && values != nullptr) s = values->Close();
+  // The tables' directory entries must be durable before the manifest
+  // names them.
+  if (s.ok() && !created.empty()) s = env_->SyncDir(dir_);
   if (!s.ok()) {
     if (builder != nullptr) builder->Abandon();
     builder.reset();

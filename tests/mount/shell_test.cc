@@ -273,6 +273,18 @@ TEST_F(ShellTest, SedInPlaceKeepsHistory) {
   EXPECT_EQ((*cells)[1].value, "aaa\n");
 }
 
+TEST_F(ShellTest, FsyncStatfsAndDf) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && printf abc | dd of=t/r/f/q conv=fsync status=none");
+  ShOk("sync t/r/f/q && sync t/r/f");  // fsync and fsyncdir
+  EXPECT_EQ(ShOk("cat t/r/f/q"), "abc");
+  EXPECT_EQ(ShOk("stat -f -c %l ."), "255\n");
+  // df shows the data directory's filesystem.
+  EXPECT_EQ(ShOk("stat -f -c %b ."), ShOk("stat -f -c %b " + datadir()));
+  ShOk("df . > /dev/null");
+}
+
 TEST_F(ShellTest, EarlyErrorsComeFromWrite) {
   CreateTable("t", {"f"});
   Mount({"-o", "max_value_bytes=1000"});

@@ -96,7 +96,7 @@ void DBImpl::DeleteObsoleteFiles() {
   if (!children.ok()) return;
   for (const std::string& name : *children) {
     uint64_t number;
-    if (name.size() == 10 && name.ends_with(".log") &&
+    if (name.ends_with(".log") && name[0] >= '0' && name[0] <= '9' &&
         std::sscanf(name.c_str(), "%" SCNu64, &number) == 1 &&
         number < log_number) {
       env_->RemoveFile(dir_ + "/" + name).IgnoreError();
@@ -206,16 +206,6 @@ Status DBImpl::FinishRecovery(const std::vector<uint64_t>& old_logs) {
                              " level-0 files");
   }
   return RemoveOrphans();
-}
-
-Status DBImpl::NewLogFile() {
-  uint64_t number = NewFileNumber();
-  std::string path = FileName(number, ".log");
-  TABLETFS_ASSIGN_OR_RETURN(auto file, env_->NewWritableFile(path));
-  log_ = std::make_unique<LogWriter>(std::move(file));
-  MutexLock l(&mu_);
-  current_log_number_ = number;
-  return Status::OK();
 }
 
 void DBImpl::RollLogAfterFailure() {

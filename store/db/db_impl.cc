@@ -764,6 +764,10 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
       if (sync) ++stat_log_syncs_;
       log_file_bytes_ = log_->size();
     } else if (status.IsNoSpace()) {
+      // The numbers are burnt, never reused: the record may have reached
+      // the old log whole (then it replays after a crash, like any write
+      // whose outcome the caller could not learn).
+      last_seq_ = seq;
       // The log may end in a partial record; it reads back as a torn tail
       // only if nothing follows it, so later writes go to a new log. The
       // failure is not sticky: the write can be retried once space returns.

@@ -188,7 +188,6 @@ class DBImpl final : public DB {
   // After log replay: persists the recovered state, opens a new log and
   // deletes what is obsolete.
   Status FinishRecovery(const std::vector<uint64_t>& old_logs);
-  Status NewLogFile() EXCLUDES(mu_);
   // Replaces a log whose append failed (it may end in a partial record).
   void RollLogAfterFailure() REQUIRES(mu_);
   static void SortLevels(Version* v);

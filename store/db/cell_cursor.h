@@ -75,6 +75,7 @@ class CellCursor {
  private:
   void FindNext();
   void SeekIter(const std::string& target);
+  void SkipForward(const std::string& target);
   void Finish();
   bool FamilyWanted(uint32_t fid, bool* all_columns) const;
   bool ColumnWanted() const;

@@ -7,6 +7,7 @@
 
 #include "store/db/compaction_filter.h"
 #include "store/db/db_impl.h"
+#include "store/db/level_iterator.h"
 #include "store/db/merger.h"
 #include "store/table/table_builder.h"
 #include "store/util/coding.h"
@@ -755,8 +756,9 @@ void DBImpl::AddFileIterators(
     const ReadState& state, std::string_view row_prefix,
     const std::vector<std::string>& bloom_keys,
     std::vector<std::unique_ptr<Iterator>>* children) {
-  for (const auto& level : state.version->levels) {
-    for (const auto& f : level) {
+  for (int level = 0; level < Version::kNumLevels; ++level) {
+    std::vector<std::shared_ptr<const FileMeta>> files;
+    for (const auto& f : state.version->levels[level]) {
       if (f->tablet_id != state.table->id) continue;
       if (!row_prefix.empty() && (row_prefix < RowPrefixOf(f->smallest) ||
                                   row_prefix > RowPrefixOf(f->largest))) {
@@ -778,7 +780,28 @@ void DBImpl::AddFileIterators(
         stat_bloom_useful_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
-      children->push_back((*t)->NewIterator());
+      if (level == 0) {
+        children->push_back((*t)->NewIterator());
+      } else {
+        files.push_back(f);
+      }
+    }
+    if (files.size() == 1) {
+      Result<std::shared_ptr<Table>> t =
+          table_cache_->Get(files[0]->number, files[0]->size);
+      children->push_back(t.ok() ? (*t)->NewIterator()
+                                 : NewEmptyIterator(t.status()));
+    } else if (!files.empty()) {
+      // Disjoint files of one level: one child that opens a file at a time,
+      // so a seek touches one file of the level, not all of them.
+      children->push_back(NewLevelIterator(
+          std::move(files),
+          [this](const FileMeta& f) -> std::unique_ptr<Iterator> {
+            Result<std::shared_ptr<Table>> t =
+                table_cache_->Get(f.number, f.size);
+            if (!t.ok()) return NewEmptyIterator(t.status());
+            return (*t)->NewIterator();
+          }));
     }
   }
 }

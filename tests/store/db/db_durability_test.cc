@@ -290,3 +290,30 @@ TEST(DBDurabilityTest, ObsoleteFilesAreDeleted) {
 
 }  // namespace
 }  // namespace tabletfs
+
+namespace tabletfs {
+namespace {
+
+TEST(DBDurabilityTest, DamageInsideTheLogIsReportedNotSkipped) {
+  MemEnv mem;
+  auto db = OpenOrDie(BaseOptions(&mem));
+  Schema(db.get());
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(
+        PutRow(db.get(), "r" + std::to_string(i), std::string(200, 'x'), false)
+            .ok());
+  }
+  ASSERT_TRUE(db->Verify().ok());
+  std::string log = LastLog(&mem);
+  std::string data = *ReadFileToString(&mem, log);
+  data[data.size() / 2] ^= 0x01;
+  ASSERT_TRUE(WriteStringToFile(&mem, data, log, true).ok());
+  Status s = db->Verify();
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  db.reset();
+  auto reopened = DB::Open(BaseOptions(&mem), "/db");
+  EXPECT_TRUE(reopened.status().IsCorruption()) << reopened.status().ToString();
+}
+
+}  // namespace
+}  // namespace tabletfs

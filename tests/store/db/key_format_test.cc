@@ -45,11 +45,13 @@ TEST(KeyFormatTest, ParsesEveryKind) {
   EXPECT_EQ(p.seq, 42u);
   EXPECT_EQ(p.kind, EntryKind::kDeleteRow);
 
-  ASSERT_TRUE(ParseInternalKey(FamilyMarkerKey(7, row, 9, 43), &p));
+  std::string k2 = FamilyMarkerKey(7, row, 9, 43);
+  ASSERT_TRUE(ParseInternalKey(k2, &p));
   EXPECT_EQ(p.section, KeySection::kFamilyMarker);
   EXPECT_EQ(p.family_id, 9u);
 
-  ASSERT_TRUE(ParseInternalKey(CellMarkerKey(7, row, 9, "q", 44), &p));
+  std::string k3 = CellMarkerKey(7, row, 9, "q", 44);
+  ASSERT_TRUE(ParseInternalKey(k3, &p));
   EXPECT_EQ(p.section, KeySection::kCellMarker);
   EXPECT_EQ(Unescape(p.qualifier_enc), "q");
 

@@ -111,6 +111,9 @@ int WriteFully(int fd, const char* data, size_t n) {
       if (errno == EINTR) continue;
       return errno;
     }
+    // write(2) to a regular file returns 0 only for n == 0; anything else
+    // would loop forever.
+    if (w == 0) return EIO;
     data += w;
     n -= static_cast<size_t>(w);
   }
@@ -191,6 +194,13 @@ class PosixRandomAccessFile final : public RandomAccessFile {
   const ScopedFd fd_;
 };
 
+// Errors are sticky: after a failed write(2) the file's tail is unknown
+// (part of the buffer may have reached it), and after a failed fdatasync(2)
+// Linux may already have dropped the dirty pages and marked them clean, so a
+// second fdatasync would report success for data that is gone (the
+// "fsyncgate" behaviour). Either way, a later Append/Flush/Sync that
+// succeeded would describe a file with a hole in it as durable. So the first
+// error is remembered and returned by every later call but Close().
 class PosixWritableFile final : public WritableFile {
  public:
   PosixWritableFile(std::string path, ScopedFd fd, uint64_t initial_size)
@@ -204,6 +214,7 @@ class PosixWritableFile final : public WritableFile {
 
   Status Append(std::string_view data) override {
     if (!fd_.valid()) return ClosedError("append");
+    if (!error_.ok()) return error_;
     size_t room = kWritableBufferBytes - buffer_.size();
     if (data.size() <= room) {
       buffer_.append(data);
@@ -223,7 +234,8 @@ class PosixWritableFile final : public WritableFile {
       return Status::OK();
     }
     if (int err = WriteFully(fd_.get(), data.data(), data.size()); err != 0) {
-      return PosixError("write", path_, err);
+      return Fail(PosixError("write", path_, err)
+                      .WithContext("at offset " + std::to_string(size_)));
     }
     size_ += data.size();
     return Status::OK();
@@ -243,7 +255,7 @@ class PosixWritableFile final : public WritableFile {
     do {
       r = ::fdatasync(fd_.get());
     } while (r < 0 && errno == EINTR);
-    if (r < 0) return PosixError("fdatasync", path_, errno);
+    if (r < 0) return Fail(PosixError("fdatasync", path_, errno));
     return Status::OK();
   }
 
@@ -258,15 +270,29 @@ class PosixWritableFile final : public WritableFile {
   uint64_t Size() const override { return size_; }
 
  private:
+  // Writes the buffer out. Returns the sticky error, if any, without
+  // writing: bytes after a hole must not reach the file.
   Status FlushBuffer() {
+    if (!error_.ok()) {
+      buffer_.clear();
+      return error_;
+    }
     if (buffer_.empty()) return Status::OK();
+    const uint64_t offset = size_ - buffer_.size();
     int err = WriteFully(fd_.get(), buffer_.data(), buffer_.size());
     // On failure the buffer is dropped too: the file's tail is unknown
-    // (write(2) may have written part of it), and the engine treats a failed
-    // write as sticky, so retrying these bytes would only hide that.
+    // (write(2) may have written part of it).
     buffer_.clear();
-    if (err != 0) return PosixError("write", path_, err);
+    if (err != 0) {
+      return Fail(PosixError("write", path_, err)
+                      .WithContext("at offset " + std::to_string(offset)));
+    }
     return Status::OK();
+  }
+
+  Status Fail(Status s) {
+    if (error_.ok()) error_ = s;
+    return s;
   }
 
   Status ClosedError(std::string_view op) const {
@@ -277,6 +303,7 @@ class PosixWritableFile final : public WritableFile {
   ScopedFd fd_;
   std::string buffer_;
   uint64_t size_;
+  Status error_;  // Sticky: the first write or sync error.
 };
 
 // Paths locked by this process. flock(2) already refuses a second lock taken

@@ -15,6 +15,15 @@ LogWriter::LogWriter(std::unique_ptr<WritableFile> file, uint64_t initial_size)
       size_(initial_size),
       block_offset_(initial_size % kLogBlockSize) {}
 
+LogWriter::LogWriter(std::unique_ptr<WritableFile> file, uint64_t initial_size,
+                     Env* env, std::string dir)
+    : file_(std::move(file)),
+      size_(initial_size),
+      block_offset_(initial_size % kLogBlockSize),
+      env_(env),
+      dir_(std::move(dir)),
+      dir_synced_(env == nullptr) {}
+
 LogWriter::~LogWriter() = default;
 
 Status LogWriter::Fail(Status status) {
@@ -91,6 +100,13 @@ Status LogWriter::Sync() {
   if (closed_) return Status::InvalidArgument("log writer: Sync after Close");
   Status s = file_->Sync();
   if (!s.ok()) return Fail(s.WithContext("log writer: sync"));
+  if (!dir_synced_) {
+    s = env_->SyncDir(dir_);
+    // Sticky like any sync failure: whether the name reached the disk is
+    // unknown.
+    if (!s.ok()) return Fail(s.WithContext("log writer: sync directory"));
+    dir_synced_ = true;
+  }
   return s;
 }
 

@@ -34,6 +34,14 @@ class LogWriter {
   // continues from there.
   explicit LogWriter(std::unique_ptr<WritableFile> file,
                      uint64_t initial_size = 0);
+  // As above, and the first successful Sync() also syncs `dir` (the log's
+  // directory) through `env`. Use it for a log just created with
+  // NewWritableFile: Sync() makes the bytes durable, but not the file's name,
+  // so without a SyncDir a power loss can lose the whole file, records
+  // reported as synced included. `env` is not owned and must outlive the
+  // writer.
+  LogWriter(std::unique_ptr<WritableFile> file, uint64_t initial_size, Env* env,
+            std::string dir);
   LogWriter(const LogWriter&) = delete;
   LogWriter& operator=(const LogWriter&) = delete;
   // Does not close the file; buffered bytes reach the OS only if the
@@ -45,7 +53,8 @@ class LogWriter {
   Status AddRecord(std::string_view payload);
   // Hands every added record to the OS.
   Status Flush();
-  // Makes every added record durable.
+  // Makes every added record durable (the file's name too, when constructed
+  // with a directory to sync).
   Status Sync();
   // Closes the file (after a Flush). Later calls fail.
   Status Close();
@@ -64,6 +73,9 @@ class LogWriter {
   Status error_;          // sticky; OK while healthy
   std::string fragment_;  // reused buffer: header + payload of one fragment
   bool closed_ = false;
+  Env* const env_ = nullptr;  // With dir_: SyncDir on the first Sync().
+  const std::string dir_;
+  bool dir_synced_ = true;
 };
 
 }  // namespace tabletfs

@@ -588,5 +588,42 @@ TEST(LogTest, SyncedRecordsSurvivePowerLoss) {
   EXPECT_TRUE(r.records == synced);
 }
 
+// A new log's name is durable only after a sync of its directory. A writer
+// given the directory syncs it on its first Sync(), so records reported as
+// synced survive power loss with no SyncDir by the caller; and a failed
+// directory sync is sticky like a failed file sync.
+TEST(LogTest, FirstSyncMakesANewLogsNameDurable) {
+  std::unique_ptr<Env> base = NewMemEnv();
+  FaultInjectionEnv env(base.get());
+  ASSERT_TRUE(env.CreateDir("/db").ok());
+  const std::string path = "/db/000007.log";
+  {
+    auto file = env.NewWritableFile(path);
+    ASSERT_TRUE(file.ok());
+    LogWriter w(std::move(file).value(), 0, &env, "/db");
+    ASSERT_TRUE(w.AddRecord("committed").ok());
+    ASSERT_TRUE(w.Sync().ok());
+    EXPECT_EQ(env.CallCount(FaultOp::kSyncDir), 1u);
+    ASSERT_TRUE(w.AddRecord("second").ok());
+    ASSERT_TRUE(w.Sync().ok());
+    EXPECT_EQ(env.CallCount(FaultOp::kSyncDir), 1u);  // once is enough
+  }
+  ASSERT_TRUE(env.DropUnsyncedData().ok());
+  auto contents = ReadFileToString(&env, path);
+  ASSERT_TRUE(contents.ok()) << contents.status().ToString();
+  ReadAll r = ReadLog(*contents);
+  EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.records, (std::vector<std::string>{"committed", "second"}));
+
+  auto file = env.NewWritableFile("/db/000008.log");
+  ASSERT_TRUE(file.ok());
+  LogWriter w(std::move(file).value(), 0, &env, "/db");
+  ASSERT_TRUE(w.AddRecord("x").ok());
+  env.InjectError(FaultOp::kSyncDir, 1, Status::IOError("injected"));
+  EXPECT_FALSE(w.Sync().ok());
+  EXPECT_FALSE(w.Sync().ok());
+  EXPECT_FALSE(w.AddRecord("y").ok());
+}
+
 }  // namespace
 }  // namespace tabletfs

@@ -11,6 +11,10 @@ namespace tabletfs {
 
 namespace {
 
+// lz4 expands its input at most ~255 times (a long match costs one byte per
+// 255 bytes it produces); 256 leaves room for the fixed overheads.
+constexpr uint64_t kLz4MaxExpansion = 256;
+
 std::string BlockContext(std::string_view file_name, uint64_t offset) {
   std::string s(file_name);
   s += ": block at offset ";
@@ -130,8 +134,19 @@ Result<std::string> ReadBlock(const RandomAccessFile& file,
       uint64_t raw_size;
       std::string_view input = stored;
       if (!GetVarint64(&input, &raw_size) ||
-          raw_size > static_cast<uint64_t>(LZ4_MAX_INPUT_SIZE)) {
+          raw_size > static_cast<uint64_t>(LZ4_MAX_INPUT_SIZE) ||
+          input.size() > static_cast<uint64_t>(LZ4_MAX_INPUT_SIZE)) {
         return Status::Corruption(context, "bad lz4 length header");
+      }
+      // The size is allocated before lz4 can check anything: bound it by the
+      // most lz4 can expand its input (each extra byte of match length
+      // encodes at most 255 bytes), so a damaged size cannot ask for 2 GiB
+      // from a block of a few bytes. This also keeps both sizes within int.
+      if (raw_size > kLz4MaxExpansion * input.size() + kLz4MaxExpansion) {
+        return Status::Corruption(
+            context, "lz4 uncompressed size " + std::to_string(raw_size) +
+                         " is implausible for " + std::to_string(input.size()) +
+                         " compressed bytes");
       }
       std::string raw(raw_size, '\0');
       int got = LZ4_decompress_safe(input.data(), raw.data(),

@@ -16,6 +16,8 @@ constexpr uint8_t kValueRefVersion = 1;
 // 64 MiB by default); a larger length or ref size is damage, and refusing it
 // avoids a huge allocation.
 constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 32;
+// Far beyond any value file, far below what off_t can hold.
+constexpr uint64_t kMaxFileOffset = uint64_t{1} << 56;
 
 std::string Where(const std::string& path, uint64_t offset) {
   return "file " + path + " offset " + std::to_string(offset) + ": ";
@@ -278,8 +280,10 @@ Result<std::string> ValueFileReader::Read(const ValueRef& ref) const {
                                    " read from " + path_ + " (file number " +
                                    std::to_string(file_number_) + ")");
   }
+  // An offset beyond any real file is damage too; past 2^63 pread(2) would
+  // fail EINVAL, an IOError the engine takes for a failing disk (sticky).
   if (ref.offset < kValueFileHeaderSize + kValueEntryHeaderSize ||
-      ref.size >= kMaxEntryBytes) {
+      ref.offset > kMaxFileOffset || ref.size >= kMaxEntryBytes) {
     return Status::Corruption(Where(path_, ref.offset) +
                               "value ref out of range (size " +
                               std::to_string(ref.size) + ")");

@@ -3,6 +3,7 @@
 #include "store/wal/value_file.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <memory>
 #include <random>
@@ -14,6 +15,7 @@
 #include "store/env/fault_env.h"
 #include "store/env/mem_env.h"
 #include "store/status.h"
+#include "store/util/hash.h"
 
 namespace tabletfs {
 namespace {
@@ -320,6 +322,36 @@ TEST_F(ValueFileTest, SyncedValuesSurvivePowerLoss) {
   auto v = (*reader)->Read(ref);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(*v, std::string(300000, 'p'));
+}
+
+// A ref whose offset is beyond any file (a damaged ref) is Corruption on the
+// POSIX Env too, where pread(2) at such an offset fails EINVAL: an IOError
+// would make the engine treat a bad ref as a failing disk.
+TEST(ValueFilePosixTest, RefOffsetBeyondAnyFileIsCorruption) {
+  const char* tmp = getenv("TMPDIR");
+  std::string dir =
+      std::string(tmp != nullptr ? tmp : "/tmp") + "/value_file_test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  Env* env = Env::Default();
+  const std::string path = dir + "/000003.vlf";
+  {
+    auto writer = ValueFileWriter::Create(env, path, 3);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE((*writer)->Add("value").ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  auto reader = ValueFileReader::Open(env, path);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  for (uint64_t offset :
+       {uint64_t{1} << 63, ~uint64_t{0} - 3, (uint64_t{1} << 63) - 10}) {
+    ValueRef ref{3, offset, 5, Checksum64("value")};
+    Result<std::string> value = (*reader)->Read(ref);
+    ASSERT_FALSE(value.ok());
+    EXPECT_TRUE(value.status().IsCorruption()) << value.status().ToString();
+  }
+  reader->reset();
+  ASSERT_TRUE(env->RemoveFile(path).ok());
+  ASSERT_TRUE(env->RemoveDir(dir).ok());
 }
 
 }  // namespace

@@ -150,9 +150,16 @@ TEST(LogTest, WorkedExampleFromDoc) {
       "\x7e\xe5\xd1\xe4\x48\x72\xc1\xee\x00\x00\x01",
       24);
   EXPECT_EQ(c, expected);
-  ReadAll r = ReadLog(c.substr(0, 20));
+  ReadAll r;
+  for (size_t cut = 14; cut <= 23; ++cut) {
+    r = ReadLog(c.substr(0, cut));
+    EXPECT_TRUE(r.status.ok()) << cut;
+    EXPECT_TRUE(r.torn) << cut;
+    EXPECT_EQ(r.last_end, 13u) << cut;
+  }
+  r = ReadLog(c.substr(0, 13));  // a record boundary: a clean end
   EXPECT_TRUE(r.status.ok());
-  EXPECT_TRUE(r.torn);
+  EXPECT_FALSE(r.torn);
   EXPECT_EQ(r.last_end, 13u);
   std::string damaged = c;
   damaged[12] ^= 1;

@@ -454,7 +454,7 @@ TEST(TableFormatTest, Lz4SizeBeyondExpansionIsRefusedBeforeAllocating) {
   EXPECT_EQ(*block, zeros);
 }
 
-class CorruptionTest : public ::testing::Test {
+class TableCorruptionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     options_ = SmallBlocks();
@@ -483,7 +483,7 @@ class CorruptionTest : public ::testing::Test {
   Footer footer_;
 };
 
-TEST_F(CorruptionTest, DataBlock) {
+TEST_F(TableCorruptionTest, DataBlock) {
   // The second data block: its offset is in the index.
   auto good = OpenTable(options_, contents_);
   ASSERT_TRUE(good.ok());
@@ -512,28 +512,28 @@ TEST_F(CorruptionTest, DataBlock) {
   }
 }
 
-TEST_F(CorruptionTest, IndexBlock) {
+TEST_F(TableCorruptionTest, IndexBlock) {
   std::string bad = contents_;
   bad[footer_.index.offset + 3] ^= 0x01;
   auto table = OpenTable(options_, bad);
   ExpectCorruptionAt(table.status(), footer_.index.offset);
 }
 
-TEST_F(CorruptionTest, FilterBlock) {
+TEST_F(TableCorruptionTest, FilterBlock) {
   std::string bad = contents_;
   bad[footer_.filter.offset + 3] ^= 0x01;
   auto table = OpenTable(options_, bad);
   ExpectCorruptionAt(table.status(), footer_.filter.offset);
 }
 
-TEST_F(CorruptionTest, BlockTrailer) {
+TEST_F(TableCorruptionTest, BlockTrailer) {
   std::string bad = contents_;
   // The type byte of the index block.
   bad[footer_.index.offset + footer_.index.size] ^= 0x01;
   ExpectCorruptionAt(OpenTable(options_, bad).status(), footer_.index.offset);
 }
 
-TEST_F(CorruptionTest, Footer) {
+TEST_F(TableCorruptionTest, Footer) {
   const uint64_t off = contents_.size() - Footer::kEncodedLength;
   for (size_t i = 0; i < Footer::kEncodedLength; ++i) {
     std::string bad = contents_;
@@ -545,7 +545,7 @@ TEST_F(CorruptionTest, Footer) {
 
 // Every single flipped bit anywhere in the file is caught: at Open, while
 // iterating, or by VerifyChecksums; and no damaged byte is returned as data.
-TEST_F(CorruptionTest, EveryByte) {
+TEST_F(TableCorruptionTest, EveryByte) {
   TableOptions options = options_;
   options.block_size = 256;
   KV kv = MakeData(6, true);

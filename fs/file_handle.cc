@@ -76,7 +76,7 @@ bool FileHandle::NeedsCommit() const {
 }
 
 void FileHandle::Committed(int64_t timestamp) {
-  if (fresh_ && !dirty_ && buffer_.empty() && mode_ == Mode::kWrite) {
+  if (fresh_ && !dirty_ && buffer_.empty()) {
     placeholder_timestamp_ = timestamp;
   } else {
     placeholder_timestamp_.reset();

@@ -671,13 +671,36 @@ FsError Filesystem::Commit(FileHandle& h) {
   WriteOptions wo;
   int64_t committed_at = 0;
   if (h.mode() == FileHandle::Mode::kAppend) {
-    auto r = db_->Append(n.table, n.row, n.family, n.qualifier, h.buffer(), wo);
-    if (!r.ok()) {
-      FsError e = FsErrorFromStatus(r.status());
-      h.SetFailed(e);
-      return e;
+    bool replaced = false;
+    if (h.placeholder_timestamp().has_value() && !h.buffer().empty()) {
+      // `echo x >> new`: replace this handle's empty placeholder, but only
+      // while the cell still holds nothing (no other appender came).
+      CellCondition still_empty;
+      still_empty.family = n.family;
+      still_empty.qualifier = n.qualifier;
+      still_empty.op = CellCondition::Op::kEquals;
+      RowMutation m(n.row);
+      m.DeleteVersion(n.family, n.qualifier, *h.placeholder_timestamp());
+      m.SetCell(n.family, n.qualifier, h.buffer());
+      auto r = db_->CheckAndMutate(n.table, n.row, still_empty, m,
+                                   RowMutation(n.row), wo);
+      if (!r.ok()) {
+        FsError e = FsErrorFromStatus(r.status());
+        h.SetFailed(e);
+        return e;
+      }
+      replaced = *r;
     }
-    committed_at = r->timestamp;
+    if (!replaced) {
+      auto r =
+          db_->Append(n.table, n.row, n.family, n.qualifier, h.buffer(), wo);
+      if (!r.ok()) {
+        FsError e = FsErrorFromStatus(r.status());
+        h.SetFailed(e);
+        return e;
+      }
+      committed_at = r->timestamp;
+    }
   } else {
     int64_t ts = kServerTimestamp;
     if (n.at.has_value()) {

@@ -258,6 +258,21 @@ TEST_F(ShellTest, VersionNamesWriteExactTimestamps) {
   EXPECT_EQ(ShOk("stat -c %Y t/r/f/q@1000000"), "1\n");
 }
 
+TEST_F(ShellTest, RedirectsOntoNewFilesMakeOneVersion) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && echo a > t/r/f/w && echo b >> t/r/f/x");
+  Unmount();
+  auto db = OpenDb();
+  ReadOptions ro;
+  ro.max_versions = 0;
+  for (const char* q : {"w", "x"}) {
+    auto cells = db->ReadCell("t", "r", "f", q, ro);
+    ASSERT_TRUE(cells.ok());
+    EXPECT_EQ(cells->size(), 1u) << q;
+  }
+}
+
 TEST_F(ShellTest, SedInPlaceKeepsHistory) {
   CreateTable("t", {"f"});
   Mount();

@@ -132,8 +132,10 @@ class DBModelTest : public testing::Test {
                                 const std::string& end,
                                 const std::string& prefix,
                                 std::optional<int64_t> at,
-                                uint32_t max_versions) {
+                                uint32_t max_versions,
+                                const Snapshot* snapshot = nullptr) {
     ScanOptions so;
+    so.read.snapshot = snapshot;
     so.start_row = start;
     so.end_row = end;
     so.prefix = prefix;
@@ -179,6 +181,8 @@ TEST_F(DBModelTest, RandomMutationsMatchModel) {
   };
 
   Model model;
+  // Live snapshots and the model as it was when each was taken.
+  std::vector<std::pair<std::shared_ptr<const Snapshot>, Model>> snapshots;
   const int kOps = 3000;
   for (int i = 0; i < kOps; ++i) {
     RowMutation m(row_name());
@@ -212,18 +216,29 @@ TEST_F(DBModelTest, RandomMutationsMatchModel) {
     model.Apply(m, *r);
 
     int action = pick(1000);
+    if (action >= 990 && snapshots.size() < 3) {
+      snapshots.emplace_back(db_->GetSnapshot(), model);
+    } else if (action >= 980 && !snapshots.empty()) {
+      snapshots.erase(snapshots.begin() + pick(snapshots.size()));
+    }
     if (action < 5) {
       ASSERT_TRUE(db_->Flush().ok());
     } else if (action < 8) {
       Status cs = db_->CompactAll();
       ASSERT_TRUE(cs.ok()) << cs.ToString();
     } else if (action < 11) {
+      snapshots.clear();  // snapshots do not outlive the database
       Reopen();
     }
     if (i % 100 == 99 || i == kOps - 1) {
       ASSERT_EQ(Scan("", "", "", std::nullopt, 0),
                 model.Read("", "", "", std::nullopt, 0))
           << "full scan after op " << i;
+      for (size_t k = 0; k < snapshots.size(); ++k) {
+        ASSERT_EQ(Scan("", "", "", std::nullopt, 0, snapshots[k].first.get()),
+                  snapshots[k].second.Read("", "", "", std::nullopt, 0))
+            << "snapshot " << k << " after op " << i;
+      }
       std::string p = "r" + std::to_string(pick(10));
       std::optional<int64_t> at;
       if (pick(2) == 0) at = 1 + pick(14);
@@ -269,9 +284,15 @@ TEST_F(DBModelTest, RandomMutationsMatchModel) {
       }
     }
   }
-  ASSERT_TRUE(db_->CompactAll().ok());
+  Status cs = db_->CompactAll();
+  ASSERT_TRUE(cs.ok()) << cs.ToString();
   ASSERT_EQ(Scan("", "", "", std::nullopt, 0),
             model.Read("", "", "", std::nullopt, 0));
+  for (const auto& [snap, old] : snapshots) {
+    ASSERT_EQ(Scan("", "", "", std::nullopt, 0, snap.get()),
+              old.Read("", "", "", std::nullopt, 0));
+  }
+  snapshots.clear();
   ASSERT_TRUE(db_->Verify().ok());
   DbStats stats = db_->GetStats();
   EXPECT_GT(stats.flushes, 0u);

@@ -57,6 +57,9 @@ Status ValidateName(std::string_view what, std::string_view name,
 //   expr   := term ("or" term)*
 //   term   := factor ("and" factor)*
 //   factor := "never" | "maxversions=" N | "maxage=" DURATION | "(" expr ")"
+// Rules and nesting are bounded (kMaxGcPolicyRules, kMaxGcPolicyNesting):
+// the parser, ToString, Collects and the destructor all recurse over the
+// tree, so an unbounded expression could overflow the stack.
 class PolicyParser {
  public:
   explicit PolicyParser(std::string_view text) : text_(text) {}
@@ -93,14 +96,23 @@ class PolicyParser {
       return Error("expected never, maxversions=N, maxage=DURATION or '('");
     }
     if (text_[pos_] == '(') {
+      if (depth_ == kMaxGcPolicyNesting) {
+        return Error("parentheses nested deeper than " +
+                     std::to_string(kMaxGcPolicyNesting));
+      }
       ++pos_;
+      ++depth_;
       TABLETFS_ASSIGN_OR_RETURN(GcPolicy inner, ParseExpr());
+      --depth_;
       SkipSpace();
       if (pos_ == text_.size() || text_[pos_] != ')') {
         return Error("expected ')'");
       }
       ++pos_;
       return inner;
+    }
+    if (++rules_ > kMaxGcPolicyRules) {
+      return Error("more than " + std::to_string(kMaxGcPolicyRules) + " rules");
     }
     std::string word = Word();
     std::string lower = Lower(word);
@@ -172,6 +184,8 @@ class PolicyParser {
 
   std::string_view text_;
   size_t pos_ = 0;
+  int depth_ = 0;
+  int rules_ = 0;
 };
 
 }  // namespace

@@ -21,7 +21,11 @@ enum class Compression : uint8_t { kNone = 0, kLz4 = 1 };
 //   never | maxversions=N | maxage=DURATION | P and P | P or P | (P)
 // DURATION is a sequence of number+unit (ms, s, m, h, d), e.g. 30s, 12h, 7d,
 // 1h30m. `and` collects a version when both sides would; `or` collects it
-// when either side would. `and` binds tighter than `or`.
+// when either side would. `and` binds tighter than `or`. At most
+// kMaxGcPolicyRules rules and kMaxGcPolicyNesting levels of parentheses.
+inline constexpr int kMaxGcPolicyRules = 64;
+inline constexpr int kMaxGcPolicyNesting = 16;
+
 class GcPolicy {
  public:
   // Persisted in the manifest: do not renumber.

@@ -77,6 +77,27 @@ TEST(GcPolicyTest, RejectsBadExpressions) {
   }
 }
 
+// Found by tests/fuzz/schema_fuzz: 2,000 nested parentheses overflowed the
+// stack of the recursive parser.
+TEST(GcPolicyTest, BoundsNestingAndRuleCount) {
+  std::string deep(kMaxGcPolicyNesting, '(');
+  deep += "never";
+  deep += std::string(kMaxGcPolicyNesting, ')');
+  EXPECT_TRUE(GcPolicy::Parse(deep).ok());
+  std::string deeper = "(" + deep + ")";
+  Result<GcPolicy> r = GcPolicy::Parse(deeper);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nested"), std::string::npos);
+  EXPECT_FALSE(GcPolicy::Parse(std::string(2000, '(')).ok());
+
+  std::string chain = "maxversions=1";
+  for (int i = 1; i < kMaxGcPolicyRules; ++i) chain += " or maxversions=1";
+  EXPECT_TRUE(GcPolicy::Parse(chain).ok());
+  r = GcPolicy::Parse(chain + " or never");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("rules"), std::string::npos);
+}
+
 TEST(GcPolicyTest, ToStringParsesBackToTheSameTree) {
   GcPolicy a = GcPolicy::MaxVersions(1), b = GcPolicy::MaxAge(kDay),
            c = GcPolicy::MaxVersions(7);

@@ -233,10 +233,25 @@ Status DBImpl::FreezeMemtable() {
   if (!file.ok()) return file.status().WithContext("new log");
   Status dir_status = env_->SyncDir(dir_);
   if (!dir_status.ok()) return dir_status.WithContext("new log");
-  // Hands the old log's tail to the OS: its entries must survive a crash of
-  // the process until the flush commits them.
-  Status s = log_->Close();
-  if (!s.ok()) return s;
+  // The old log is synced before it is closed: its writes may have been
+  // acknowledged without sync, and a later DB::Sync() or synced write only
+  // syncs the new log, yet promises durability for everything acknowledged
+  // before it. Without this, power loss before the flush commits the frozen
+  // memtable loses the old log's unsynced tail. The front writer owns log_,
+  // so the sync runs without mu_ (nobody else touches log_ or mem_).
+  LogWriter* old_log = log_.get();
+  mu_.Unlock();
+  Status s = old_log->Sync();
+  if (s.ok()) s = old_log->Close();
+  mu_.Lock();
+  if (!s.ok()) {
+    // The old log may now end in a partial sync: its entries' durability is
+    // unknown, so the failure is sticky (LevelDB's bg_error_).
+    if (bg_error_.ok()) bg_error_ = s.WithContext("syncing a frozen log");
+    Log(LogLevel::kError, "frozen log sync failed: " + s.ToString());
+    return bg_error_;
+  }
+  ++stat_log_syncs_;
   log_ = std::make_unique<LogWriter>(std::move(*file));
   current_log_number_ = number;
   imm_.push_back({mem_, number});

@@ -593,9 +593,9 @@ Status DBImpl::FlushImmutable() {
   }
   mu_.Lock();
   if (!s.ok()) {
-    for (const FileMeta& f : edit.added_files) {
-      env_->RemoveFile(TableFileName(dir_, f.number)).IgnoreError();
-    }
+    // WriteTables removes its own outputs when it fails. When the manifest
+    // write failed, the edit may be on disk and the next open may use the
+    // new files: they stay (RemoveOrphans removes them at open otherwise).
     return s.WithContext("flush");
   }
   s = ApplyEdit(edit);
@@ -743,9 +743,7 @@ Status DBImpl::RunCompaction(const Compaction& c) {
   }
   mu_.Lock();
   if (!s.ok()) {
-    for (const FileMeta& f : edit.added_files) {
-      env_->RemoveFile(TableFileName(dir_, f.number)).IgnoreError();
-    }
+    // As in FlushImmutable: outputs an edit that may be on disk names stay.
     return s.WithContext("compaction of level " + std::to_string(c.level));
   }
   s = ApplyEdit(edit);

@@ -181,9 +181,36 @@ Status DBImpl::RecoverManifest() {
   }
   TABLETFS_RETURN_IF_ERROR(s);
   if (edits == 0) return Status::Corruption("manifest holds no edit", path);
+  TABLETFS_RETURN_IF_ERROR(CheckLiveFilesExist(path));
   Log(LogLevel::kInfo, "recovered " + path + ": " + std::to_string(edits) +
                            " edits, last sequence " +
                            std::to_string(last_seq_));
+  return Status::OK();
+}
+
+Status DBImpl::CheckLiveFilesExist(const std::string& manifest) {
+  // A missing file is damage that reads would otherwise report later as
+  // NotFound, one key at a time; name it now.
+  std::set<uint64_t> value_files;
+  for (const auto& level : version_->levels) {
+    for (const auto& f : level) {
+      std::string path = TableFileName(dir_, f->number);
+      if (!env_->FileExists(path)) {
+        return Status::Corruption(
+            "SSTable named by the manifest is missing (" + manifest + ")",
+            path);
+      }
+      value_files.insert(f->value_files.begin(), f->value_files.end());
+    }
+  }
+  for (uint64_t vf : value_files) {
+    std::string path = FileName(vf, ".vlf");
+    if (!env_->FileExists(path)) {
+      return Status::Corruption(
+          "value file named by the manifest is missing (" + manifest + ")",
+          path);
+    }
+  }
   return Status::OK();
 }
 
@@ -354,6 +381,12 @@ Status DBImpl::WriteNewManifest() {
 }
 
 Status DBImpl::LogEdit(const VersionEdit& edit) {
+  {
+    // After a failed manifest write the file may or may not hold the edit:
+    // no later edit may build on either guess (see the failure path below).
+    MutexLock l(&mu_);
+    if (!bg_error_.ok()) return bg_error_;
+  }
   if (manifest_ == nullptr || manifest_->size() > (64u << 20)) {
     // The snapshot written by WriteNewManifest already includes `edit` only
     // when applied; apply-after-log keeps the order: log, then apply.
@@ -371,9 +404,23 @@ Status DBImpl::LogEdit(const VersionEdit& edit) {
   Status s = manifest_->AddRecord(record);
   if (s.ok()) s = manifest_->Sync();
   if (!s.ok()) {
-    // The manifest may now end in a partial record: continue in a new one.
+    // The manifest may now end in a partial record, or hold the whole edit
+    // (a failed sync says nothing about what reached the disk): the next
+    // open may or may not apply it. So the caller must keep every file the
+    // edit adds, and the error is sticky (LevelDB's bg_error_): nothing
+    // more is committed in this session, and the next open recovers from
+    // whatever the manifest holds and starts a fresh one. Running out of
+    // space is the exception: it is retried once space returns, and that
+    // retry starts a fresh manifest (a snapshot of the state in memory,
+    // which does not hold the failed edit) before anything else is logged.
     manifest_.reset();
-    return s.WithContext("manifest " + std::to_string(manifest_number_));
+    s = s.WithContext("manifest " + std::to_string(manifest_number_));
+    if (!s.IsNoSpace()) {
+      MutexLock l(&mu_);
+      if (bg_error_.ok()) bg_error_ = s;
+      Log(LogLevel::kError, "manifest write failed: " + s.ToString());
+    }
+    return s;
   }
   return Status::OK();
 }

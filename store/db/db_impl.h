@@ -180,6 +180,9 @@ class DBImpl final : public DB {
   // Manifest.
   Status RecoverManifest() REQUIRES(mu_);
   Status ApplyEdit(const VersionEdit& edit) REQUIRES(mu_);
+  // Corruption naming the first SSTable or value file of version_ that is
+  // missing from the directory; `manifest` names the manifest read.
+  Status CheckLiveFilesExist(const std::string& manifest) REQUIRES(mu_);
   // Appends `edit` (and syncs); starts a new manifest when none is open.
   Status LogEdit(const VersionEdit& edit) REQUIRES(schema_mu_) EXCLUDES(mu_);
   Status WriteNewManifest() REQUIRES(schema_mu_) EXCLUDES(mu_);

@@ -181,7 +181,35 @@ Status DBImpl::RecoverManifest() {
   }
   TABLETFS_RETURN_IF_ERROR(s);
   if (edits == 0) return Status::Corruption("manifest holds no edit", path);
-  TABLETFS_RETURN_IF_ERROR(CheckLiveFilesExist(path));
+  Status missing = CheckLiveFilesExist(path);
+  if (reader.torn_tail()) {
+    // A crash inside an append leaves a torn last record, and then that
+    // edit never took effect: files are deleted (obsolete tables, flushed
+    // logs) only after the edit that obsoletes them is synced, so the
+    // state before it is still whole on disk. A damaged synced last record
+    // looks the same to the reader, but its edit was acted upon: then the
+    // older state names files that are gone. So with a damaged tail, every
+    // file of the recovered version, and the oldest log it still needs,
+    // must exist; otherwise the tail was not torn, it is corruption.
+    uint64_t offset = reader.LastRecordEndOffset();
+    if (missing.ok() && log_number_ != 0 &&
+        !env_->FileExists(FileName(log_number_, ".log"))) {
+      missing = Status::Corruption("log named by the manifest is missing",
+                                   FileName(log_number_, ".log"));
+    }
+    if (!missing.ok()) {
+      return Status::Corruption(
+          "damaged last record at offset " + std::to_string(offset) +
+              " is not a torn tail: the edits before it name a file that is "
+              "gone (" +
+              missing.ToString() + ")",
+          path);
+    }
+    Log(LogLevel::kWarning, "manifest " + path +
+                                ": torn tail dropped after offset " +
+                                std::to_string(offset));
+  }
+  TABLETFS_RETURN_IF_ERROR(missing);
   Log(LogLevel::kInfo, "recovered " + path + ": " + std::to_string(edits) +
                            " edits, last sequence " +
                            std::to_string(last_seq_));

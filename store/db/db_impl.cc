@@ -307,6 +307,11 @@ Status DBImpl::ApplyEdit(const VersionEdit& edit) {
   if (!edit.added_files.empty() || !edit.deleted_files.empty()) {
     auto v = std::make_shared<Version>(*version_);
     for (const auto& d : edit.deleted_files) {
+      // DecodeFrom checks levels; this guards edits built in memory too.
+      if (d.level < 0 || d.level >= Version::kNumLevels) {
+        return Status::Corruption("manifest: bad level " +
+                                  std::to_string(d.level));
+      }
       auto& files = v->levels[d.level];
       std::erase_if(files, [&](const std::shared_ptr<const FileMeta>& f) {
         return f->number == d.number;

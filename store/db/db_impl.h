@@ -48,7 +48,7 @@ class ValueFileReader;
 // The set of live SSTables, per level. Immutable once built; shared by
 // readers, scanners and compactions that use it.
 struct Version {
-  static constexpr int kNumLevels = 7;
+  static constexpr int kNumLevels = tabletfs::kNumLevels;
   // Level 0: newest file first (files may overlap). Levels >= 1: sorted by
   // smallest key, disjoint.
   std::vector<std::shared_ptr<const FileMeta>> levels[kNumLevels];

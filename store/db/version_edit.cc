@@ -163,7 +163,7 @@ Status VersionEdit::DecodeFrom(std::string_view src, std::string_view where) {
           ok = GetVarint32(&in, &f.tablet_id) && GetVarint32(&in, &level) &&
                GetVarint64(&in, &f.number) && GetVarint64(&in, &f.size) &&
                GetString(&in, &f.smallest) && GetString(&in, &f.largest) &&
-               GetVarint32(&in, &u32) && level < 16 && u32 <= in.size();
+               GetVarint32(&in, &u32) && level < kNumLevels && u32 <= in.size();
           for (uint32_t i = 0; ok && i < u32; ++i) {
             ok = GetVarint64(&in, &u64);
             f.value_files.push_back(u64);
@@ -174,7 +174,8 @@ Status VersionEdit::DecodeFrom(std::string_view src, std::string_view where) {
         }
         case kDeleteFile: {
           uint32_t level = 0;
-          ok = GetVarint32(&in, &level) && GetVarint64(&in, &u64) && level < 16;
+          ok = GetVarint32(&in, &level) && GetVarint64(&in, &u64) &&
+               level < kNumLevels;
           deleted_files.push_back({static_cast<int>(level), u64});
           break;
         }

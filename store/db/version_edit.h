@@ -18,6 +18,10 @@
 
 namespace tabletfs {
 
+// Levels of the LSM tree: 0 .. kNumLevels - 1. A manifest record naming
+// another level is Corruption.
+inline constexpr int kNumLevels = 7;
+
 // An SSTable in a level. Immutable once created.
 struct FileMeta {
   uint32_t tablet_id = 0;  // the table's id (one tablet per table for now)

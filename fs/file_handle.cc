@@ -11,7 +11,11 @@ FileHandle::FileHandle(uint64_t ino, Node node, Mode mode, std::string initial,
       mode_(mode),
       max_value_bytes_(max_value_bytes) {
   MutexLock lock(&mu_);
-  if (mode_ != Mode::kAppend) buffer_ = std::move(initial);
+  if (mode_ != Mode::kAppend) {
+    buffer_ = std::move(initial);
+  } else {
+    append_base_ = initial.size();
+  }
   fresh_ = fresh && mode_ != Mode::kRead;
 }
 
@@ -29,7 +33,7 @@ FsError FileHandle::Write(off_t offset, std::string_view data) {
     return FsError::Of(EBADF, "write to a read-only handle");
   }
   uint64_t end = mode_ == Mode::kAppend
-                     ? buffer_.size() + data.size()
+                     ? append_base_ + buffer_.size() + data.size()
                      : static_cast<uint64_t>(offset) + data.size();
   if (offset < 0 || end > max_value_bytes_) {
     refused_ = true;
@@ -61,6 +65,7 @@ FsError FileHandle::Truncate(uint64_t size) {
     // empties it; the open-time O_TRUNC path covers `>>` never truncating.
     if (size == 0) {
       buffer_.clear();
+      append_base_ = 0;
       fresh_ = true;
     }
     return FsError::Ok();
@@ -84,7 +89,10 @@ void FileHandle::Committed(int64_t timestamp) {
   dirty_ = false;
   fresh_ = false;
   pending_timestamp_.reset();
-  if (mode_ == Mode::kAppend) buffer_.clear();
+  if (mode_ == Mode::kAppend) {
+    append_base_ += buffer_.size();
+    buffer_.clear();
+  }
 }
 
 }  // namespace tabletfs::fs

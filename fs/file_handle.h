@@ -91,6 +91,10 @@ class FileHandle {
 
   mutable Mutex mu_;
   std::string buffer_ GUARDED_BY(mu_);
+  // kAppend: the size of the cell when the handle opened plus what it has
+  // committed since, so that write() refuses a value past the limit early
+  // (the store checks again at commit: other appenders may have grown it).
+  uint64_t append_base_ GUARDED_BY(mu_) = 0;
   bool dirty_ GUARDED_BY(mu_) = false;
   bool fresh_ GUARDED_BY(mu_) = false;
   bool refused_ GUARDED_BY(mu_) = false;

@@ -854,11 +854,22 @@ void Filesystem::Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
 }
 
 void Filesystem::GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  (void)fi;
   Node n;
   FsError e = NodeOf(ino, &n);
   struct stat st;
   if (e.ok()) e = Stat(n, ino, &st);
+  if (e.err == ENOENT && fi != nullptr && n.kind == NodeKind::kCell) {
+    // fstat (and the kernel before a read) of a descriptor whose cell was
+    // removed while open: as on a local disk it works, with no links.
+    std::shared_ptr<FileHandle> h = FileOf(fi);
+    auto settings = db_->GetFamily(n.table, n.family);
+    if (h && settings.ok()) {
+      MutexLock lock(h->mu());
+      FileStat(ino, *settings, h->size(), NowMicros(), &st);
+      st.st_nlink = 0;
+      e = FsError::Ok();
+    }
+  }
   if (!e.ok()) {
     Refuse(req, "getattr", n.DebugPath(), e);
     return;

@@ -375,5 +375,19 @@ TEST_F(AbuseTest, ValuesPastTheLimitAreRefusedByWrite) {
   EXPECT_EQ(ReadFile(Path("t/r/f/max")), std::string(4096, 'm'));
 }
 
+TEST_F(AbuseTest, OpenUnlinkRead) {
+  int fd = open(Path("t/r/f/a").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(unlink(Path("t/r/f/a").c_str()), 0);
+  char buf[64];
+  ssize_t n = read(fd, buf, sizeof(buf));
+  EXPECT_EQ(std::string(buf, n > 0 ? n : 0), "a2\n");
+  EXPECT_EQ(close(fd), 0);
+  EXPECT_EQ(access(Path("t/r/f/a").c_str(), F_OK), -1);
+  EXPECT_EQ(ShOk("ls .versions/t/r/f | grep -c '^a@' || true"), "0\n");
+  EXPECT_EQ(ShOk("ls t/r/f"), "b\n");
+  EXPECT_EQ(ShOk("cat t/r/g/c"), "c\n");
+}
+
 }  // namespace
 }  // namespace tabletfs::testing

@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "fs/names.h"
 
@@ -310,10 +311,29 @@ FsError DirHandle::NextQualifierEntry(std::optional<DirEntry>* out) {
     }
   }
   if (!scanner_->status().ok()) return FsErrorFromStatus(scanner_->status());
-  if (!scanner_->Valid() || scanner_->row() != dir_.row ||
-      scanner_->family() != dir_.family) {
+  const bool stored = scanner_->Valid() && scanner_->row() == dir_.row &&
+                      scanner_->family() == dir_.family;
+  // Cells created by a handle still open come first when they sort first
+  // (the same name in the store is listed once, from the store).
+  std::optional<std::string> created;
+  if (dir_.view == View::kCurrent) {
+    created = ephemeral_->NextCell(dir_.table, dir_.row, dir_.family, last_.key,
+                                   after);
+  }
+  if (created.has_value() &&
+      (!stored || std::string_view(*created) < scanner_->qualifier())) {
+    DirEntry e;
+    e.node = ChildBase(NodeKind::kCell);
+    e.node.qualifier = std::move(*created);
+    e.name = ShownName(e.node.qualifier);
+    e.timestamp = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+    e.settings = family_settings_;
+    *out = std::move(e);
     return FsError::Ok();
   }
+  if (!stored) return FsError::Ok();
   DirEntry e;
   e.node = ChildBase(NodeKind::kCell);
   e.node.qualifier = std::string(scanner_->qualifier());

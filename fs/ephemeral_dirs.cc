@@ -90,4 +90,40 @@ void EphemeralDirs::RemoveTable(std::string_view table) {
   if (t != tables_.end()) tables_.erase(t);
 }
 
+void EphemeralDirs::AddCell(std::string_view table, std::string_view row,
+                            std::string_view family,
+                            std::string_view qualifier) {
+  MutexLock lock(&mu_);
+  cells_[{std::string(table), std::string(row), std::string(family)}]
+        [std::string(qualifier)]++;
+}
+
+void EphemeralDirs::RemoveCell(std::string_view table, std::string_view row,
+                               std::string_view family,
+                               std::string_view qualifier) {
+  MutexLock lock(&mu_);
+  auto f =
+      cells_.find({std::string(table), std::string(row), std::string(family)});
+  if (f == cells_.end()) return;
+  auto q = f->second.find(std::string(qualifier));
+  if (q == f->second.end()) return;
+  if (--q->second == 0) f->second.erase(q);
+  if (f->second.empty()) cells_.erase(f);
+}
+
+std::optional<std::string> EphemeralDirs::NextCell(std::string_view table,
+                                                   std::string_view row,
+                                                   std::string_view family,
+                                                   std::string_view after,
+                                                   bool exclusive) {
+  MutexLock lock(&mu_);
+  auto f =
+      cells_.find({std::string(table), std::string(row), std::string(family)});
+  if (f == cells_.end()) return std::nullopt;
+  std::string key(after);
+  auto q = exclusive ? f->second.upper_bound(key) : f->second.lower_bound(key);
+  if (q == f->second.end()) return std::nullopt;
+  return q->first;
+}
+
 }  // namespace tabletfs::fs

@@ -7,10 +7,11 @@ namespace tabletfs::fs {
 FileHandle::FileHandle(uint64_t ino, Node node, Mode mode, std::string initial,
                        bool fresh, size_t max_value_bytes)
     : ino_(ino),
-      node_(std::move(node)),
+      kind_(node.kind),
       mode_(mode),
       max_value_bytes_(max_value_bytes) {
   MutexLock lock(&mu_);
+  node_ = std::move(node);
   if (mode_ != Mode::kAppend) {
     buffer_ = std::move(initial);
   } else {
@@ -76,7 +77,7 @@ FsError FileHandle::Truncate(uint64_t size) {
 }
 
 bool FileHandle::NeedsCommit() const {
-  if (refused_ || mode_ == Mode::kRead) return false;
+  if (refused_ || unlinked_ || mode_ == Mode::kRead) return false;
   return dirty_ || fresh_;
 }
 

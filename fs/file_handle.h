@@ -12,6 +12,12 @@
 //
 // A read handle holds the bytes of the version it opened.
 //
+// As on a local disk, a handle follows its file: when the cell is renamed
+// while the handle is open, Renamed() points its commits at the new name;
+// when the cell is removed (or replaced by a rename onto it), Unlinked()
+// makes the handle commit nothing ever again, while reads and writes
+// through it still work on its buffer.
+//
 // Thread safety: the caller holds mu() around every method but the
 // accessors of const members.
 #ifndef TABLETFS_FS_FILE_HANDLE_H_
@@ -42,7 +48,10 @@ class FileHandle {
   FileHandle& operator=(const FileHandle&) = delete;
 
   uint64_t ino() const { return ino_; }
-  const Node& node() const { return node_; }
+  // The node commits go to (changes with Renamed()).
+  const Node& node() const REQUIRES(mu_) { return node_; }
+  // The node's kind never changes.
+  NodeKind kind() const { return kind_; }
   Mode mode() const { return mode_; }
   bool writable() const { return mode_ != Mode::kRead; }
   Mutex* mu() RETURN_CAPABILITY(mu_) { return &mu_; }
@@ -55,7 +64,7 @@ class FileHandle {
   FsError Truncate(uint64_t size) REQUIRES(mu_);
 
   // Whether a commit is due: wrote since the last commit, or fresh and never
-  // committed; never after a refused write.
+  // committed; never after a refused write or once unlinked.
   bool NeedsCommit() const REQUIRES(mu_);
   // The bytes to commit (the whole value, or for kAppend the appended data).
   const std::string& buffer() const REQUIRES(mu_) { return buffer_; }
@@ -69,6 +78,21 @@ class FileHandle {
   std::optional<int64_t> placeholder_timestamp() const REQUIRES(mu_) {
     return placeholder_timestamp_;
   }
+  // The cell was removed while open: commit nothing from now on.
+  void Unlinked() REQUIRES(mu_) { unlinked_ = true; }
+  bool unlinked() const REQUIRES(mu_) { return unlinked_; }
+  // The cell was renamed to `to` (same kind) while open: later commits go
+  // there. The placeholder belonged to the old name and is forgotten.
+  void Renamed(Node to) REQUIRES(mu_) {
+    node_ = std::move(to);
+    placeholder_timestamp_.reset();
+  }
+  // The handle created its cell, which listings show until the handle is
+  // released (fs/ephemeral_dirs.h).
+  void set_listed_while_open(bool listed) REQUIRES(mu_) {
+    listed_while_open_ = listed;
+  }
+  bool listed_while_open() const REQUIRES(mu_) { return listed_while_open_; }
   // The size a stat through this handle shows.
   uint64_t size() const REQUIRES(mu_) { return buffer_.size(); }
   // Set when a commit failed: later writes report EIO.
@@ -85,11 +109,12 @@ class FileHandle {
 
  private:
   const uint64_t ino_;
-  const Node node_;
+  const NodeKind kind_;
   const Mode mode_;
   const size_t max_value_bytes_;
 
   mutable Mutex mu_;
+  Node node_ GUARDED_BY(mu_);
   std::string buffer_ GUARDED_BY(mu_);
   // kAppend: the size of the cell when the handle opened plus what it has
   // committed since, so that write() refuses a value past the limit early
@@ -98,6 +123,8 @@ class FileHandle {
   bool dirty_ GUARDED_BY(mu_) = false;
   bool fresh_ GUARDED_BY(mu_) = false;
   bool refused_ GUARDED_BY(mu_) = false;
+  bool unlinked_ GUARDED_BY(mu_) = false;
+  bool listed_while_open_ GUARDED_BY(mu_) = false;
   FsError failed_ GUARDED_BY(mu_);
   std::optional<int64_t> pending_timestamp_ GUARDED_BY(mu_);
   std::optional<int64_t> placeholder_timestamp_ GUARDED_BY(mu_);

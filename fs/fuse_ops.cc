@@ -329,13 +329,74 @@ class Filesystem {
     auto it = dirs_.find(reinterpret_cast<DirHandle*>(fi->fh));
     return it == dirs_.end() ? nullptr : it->second.get();
   }
+  // The writers of `ino` whose cell was not removed while they were open.
   std::vector<std::shared_ptr<FileHandle>> WritersOf(fuse_ino_t ino) {
+    std::vector<std::shared_ptr<FileHandle>> all;
+    {
+      MutexLock lock(&handles_mu_);
+      for (auto& [ptr, h] : files_) {
+        if (h->ino() == ino && h->writable()) all.push_back(h);
+      }
+    }
+    std::vector<std::shared_ptr<FileHandle>> out;
+    for (auto& h : all) {
+      MutexLock lock(h->mu());
+      if (!h->unlinked()) out.push_back(h);
+    }
+    return out;
+  }
+  // Every open writer whose commits go to the main tree's cell of `cell`
+  // (Q itself and its Q@T names), for unlink and rename to update.
+  std::vector<std::shared_ptr<FileHandle>> AllWriters() {
     std::vector<std::shared_ptr<FileHandle>> out;
     MutexLock lock(&handles_mu_);
     for (auto& [ptr, h] : files_) {
-      if (h->ino() == ino && h->writable()) out.push_back(h);
+      if (h->writable() && h->kind() == NodeKind::kCell) out.push_back(h);
     }
     return out;
+  }
+  static bool SameCell(const Node& a, const Node& b) {
+    return a.view == View::kCurrent && b.view == View::kCurrent &&
+           a.table == b.table && a.row == b.row && a.family == b.family &&
+           a.qualifier == b.qualifier;
+  }
+  // A created file stops being listed from memory (it is in the store, or
+  // gone).
+  void Unlist(FileHandle& h) REQUIRES(h.mu()) {
+    if (!h.listed_while_open()) return;
+    h.set_listed_while_open(false);
+    const Node& n = h.node();
+    ephemeral_.RemoveCell(n.table, n.row, n.family, n.qualifier);
+  }
+  // As on a local disk: writers of a removed cell commit nothing more.
+  void OrphanWriters(const Node& cell) {
+    for (auto& h : AllWriters()) {
+      MutexLock lock(h->mu());
+      if (SameCell(h->node(), cell)) {
+        Unlist(*h);
+        h->Unlinked();
+      }
+    }
+  }
+  // As on a local disk: writers of a renamed cell commit to its new name.
+  void MoveWriters(const Node& from, const Node& to) {
+    for (auto& h : AllWriters()) {
+      MutexLock lock(h->mu());
+      if (!h->unlinked() && h->node() == from) {
+        Unlist(*h);  // the rename stored the destination
+        h->Renamed(to);
+      }
+    }
+  }
+  // Whether `cell` was created by a handle still open that committed
+  // nothing yet (it exists, empty, for unlink and rename).
+  bool CreatedAndOpen(const Node& cell) {
+    std::optional<uint64_t> ino = inodes_.Find(cell);
+    return ino.has_value() && !WritersOf(*ino).empty();
+  }
+  static std::string PathOf(FileHandle& h) {
+    MutexLock lock(h.mu());
+    return h.node().DebugPath();
   }
   void AddFile(std::shared_ptr<FileHandle> h, fuse_file_info* fi) {
     fi->fh = reinterpret_cast<uint64_t>(h.get());
@@ -1147,7 +1208,7 @@ void Filesystem::Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
       } else {
         CellVersion v;
         e = ReadVersion(n, &v);
-        if (e.ok() && !v.exists) {
+        if (e.ok() && !v.exists && !CreatedAndOpen(n)) {
           e = FsError::Of(ENOENT, "no cell " + n.DebugPath());
         }
         if (e.ok()) {
@@ -1156,8 +1217,12 @@ void Filesystem::Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
           auto r = db_->Apply(n.table, m, WriteOptions());
           if (!r.ok()) e = FsErrorFromStatus(r.status());
         }
-        // The emptied directories stay until rmdir, as on a local disk.
-        if (e.ok()) ephemeral_.AddFamily(n.table, n.row, n.family);
+        // The emptied directories stay until rmdir, as on a local disk,
+        // and an open writer of the cell never brings it back.
+        if (e.ok()) {
+          ephemeral_.AddFamily(n.table, n.row, n.family);
+          OrphanWriters(n);
+        }
       }
     } else if (n.kind == NodeKind::kSchemaFamily) {
       auto settings = db_->GetFamily(n.table, n.family);
@@ -1214,6 +1279,9 @@ void Filesystem::Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
   }
   CellVersion src, dst;
   if (e.ok()) e = ReadVersion(from, &src);
+  if (e.ok() && !src.exists && CreatedAndOpen(from)) {
+    src.exists = true;  // created, not committed yet: empty
+  }
   if (e.ok() && !src.exists) {
     e = FsError::Of(ENOENT, "no cell " + from.DebugPath());
   }
@@ -1230,6 +1298,11 @@ void Filesystem::Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
     auto r = db_->Apply(from.table, m, WriteOptions());
     if (!r.ok()) e = FsErrorFromStatus(r.status());
     if (e.ok()) {
+      // Open files follow their names, as on a local disk: writers of the
+      // replaced destination commit nothing more, writers of the source
+      // commit to the destination.
+      OrphanWriters(to);
+      MoveWriters(from, to);
       std::optional<uint64_t> old_to = inodes_.Find(to);
       inodes_.Rebind(from, to);
       ephemeral_.AddFamily(from.table, from.row, from.family);
@@ -1287,6 +1360,14 @@ void Filesystem::Create(fuse_req_t req, fuse_ino_t parent, const char* name,
         uint64_t ino = inodes_.Lookup(n);
         h = OpenHandle(ino, n, m, trunc ? std::string() : std::move(v.value),
                        trunc || m == FileHandle::Mode::kAppend);
+        if (!v.exists && !n.at.has_value()) {
+          // A local disk lists a created file at once: until this handle
+          // closes, listings of the family show the name (nothing is
+          // committed before the close, so a crash leaves no trace).
+          MutexLock lock(h->mu());
+          h->set_listed_while_open(true);
+          ephemeral_.AddCell(n.table, n.row, n.family, n.qualifier);
+        }
         std::memset(&entry, 0, sizeof(entry));
         entry.ino = ino;
         entry.generation = 1;
@@ -1443,7 +1524,7 @@ void Filesystem::Write(fuse_req_t req, fuse_ino_t ino, const char* buf,
     return;
   }
   FsError e = CheckSpace();
-  if (e.ok() && h->node().kind == NodeKind::kSchemaFamily) {
+  if (e.ok() && h->kind() == NodeKind::kSchemaFamily) {
     // Each complete line is validated as it arrives.
     std::string_view data(buf, size);
     size_t start = 0;
@@ -1458,7 +1539,7 @@ void Filesystem::Write(fuse_req_t req, fuse_ino_t ino, const char* buf,
     e = h->Write(off, std::string_view(buf, size));
   }
   if (!e.ok()) {
-    Refuse(req, "write", h->node().DebugPath(), e);
+    Refuse(req, "write", PathOf(*h), e);
     return;
   }
   fuse_reply_write(req, size);
@@ -1473,7 +1554,7 @@ void Filesystem::Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     if (h->NeedsCommit()) e = Commit(*h);
   }
   if (!e.ok()) {
-    Refuse(req, "close", h->node().DebugPath(), e);
+    Refuse(req, "close", PathOf(*h), e);
     return;
   }
   fuse_reply_err(req, 0);
@@ -1499,6 +1580,7 @@ void Filesystem::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
                                   " failed: " + e.ToString());
       }
     }
+    Unlist(*h);
   }
   fuse_reply_err(req, 0);
 }
@@ -1518,7 +1600,7 @@ void Filesystem::Fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
     if (!s.ok()) e = FsErrorFromStatus(s);
   }
   if (!e.ok()) {
-    Refuse(req, "fsync", h ? h->node().DebugPath() : "?", e);
+    Refuse(req, "fsync", h ? PathOf(*h) : "?", e);
     return;
   }
   fuse_reply_err(req, 0);

@@ -28,5 +28,25 @@ TEST(EphemeralDirsTest, RowsAndFamilies) {
   EXPECT_FALSE(d.TableHasRows("t"));
 }
 
+TEST(EphemeralDirsTest, CellsCreatedByOpenHandlesAreCounted) {
+  EphemeralDirs d;
+  d.AddCell("t", "r", "f", "b");
+  d.AddCell("t", "r", "f", "a");
+  d.AddCell("t", "r", "f", "a");  // a second creator of the same name
+  EXPECT_EQ(d.NextCell("t", "r", "f", "", false), "a");
+  EXPECT_EQ(d.NextCell("t", "r", "f", "a", false), "a");
+  EXPECT_EQ(d.NextCell("t", "r", "f", "a", true), "b");
+  EXPECT_EQ(d.NextCell("t", "r", "g", "", false), std::nullopt);
+  EXPECT_EQ(d.NextCell("t", std::string("r\0", 2), "f", "", false),
+            std::nullopt);
+  d.RemoveCell("t", "r", "f", "a");
+  EXPECT_EQ(d.NextCell("t", "r", "f", "", false), "a");  // one creator left
+  d.RemoveCell("t", "r", "f", "a");
+  EXPECT_EQ(d.NextCell("t", "r", "f", "", false), "b");
+  d.RemoveCell("t", "r", "f", "b");
+  d.RemoveCell("t", "r", "f", "b");  // harmless
+  EXPECT_EQ(d.NextCell("t", "r", "f", "", false), std::nullopt);
+}
+
 }  // namespace
 }  // namespace tabletfs::fs

@@ -140,7 +140,8 @@ TEST_F(DaemonTest, MountFuse3RunsTheDaemon) {
   ASSERT_EQ(system(cmd.c_str()), 0);
   ASSERT_TRUE(IsMounted());
   EXPECT_EQ(ShOk("ls"), "t\n");
-  EXPECT_EQ(ShOk("grep -c ' fuse.tabletfs ' /proc/mounts"), "1\n");
+  EXPECT_EQ(ShOk("grep -c ' " + mnt() + " fuse.tabletfs ' /proc/mounts"),
+            "1\n");
   ASSERT_EQ(system(("umount " + mnt()).c_str()), 0);
   for (int i = 0;
        i < 2000 && access((datadir() + "/mount.pid").c_str(), F_OK) == 0; i++) {

@@ -78,11 +78,9 @@ void DBImpl::DeleteObsoleteFiles() {
     MutexLock l(&files_mu_);
     tables.swap(obsolete_tables_);
     values.swap(obsolete_value_files_);
-    for (uint64_t vf : values) {
-      value_readers_.erase(vf);
-      value_file_sizes_.erase(vf);
-    }
+    for (uint64_t vf : values) value_file_sizes_.erase(vf);
   }
+  for (uint64_t vf : values) value_readers_.Erase(vf);
   for (uint64_t n : tables) {
     table_cache_->Evict(n);
     env_->RemoveFile(TableFileName(dir_, n)).IgnoreError();
@@ -831,17 +829,15 @@ uint64_t DBImpl::ValueRefSize(std::string_view ref) {
 
 Result<std::shared_ptr<ValueFileReader>> DBImpl::GetValueReader(
     uint64_t number) {
-  {
-    MutexLock l(&files_mu_);
-    auto it = value_readers_.find(number);
-    if (it != value_readers_.end()) return it->second;
+  if (std::optional<std::shared_ptr<ValueFileReader>> cached =
+          value_readers_.Lookup(number)) {
+    return *cached;
   }
   TABLETFS_ASSIGN_OR_RETURN(
       std::unique_ptr<ValueFileReader> reader,
       ValueFileReader::Open(env_, FileName(number, ".vlf")));
   std::shared_ptr<ValueFileReader> shared = std::move(reader);
-  MutexLock l(&files_mu_);
-  value_readers_[number] = shared;
+  value_readers_.Insert(number, shared, 1);
   return shared;
 }
 

@@ -36,6 +36,7 @@
 #include "store/env.h"
 #include "store/table/block_cache.h"
 #include "store/table/table_cache.h"
+#include "store/util/lru_cache.h"
 #include "store/util/mutex.h"
 #include "store/wal/log_writer.h"
 #include "store/wal/value_file.h"
@@ -157,6 +158,14 @@ class DBImpl final : public DB {
                                         std::string start_row,
                                         std::string end_row, std::string prefix,
                                         std::vector<std::string> bloom_keys);
+  // A cursor for a point read of `row` (ReadRow, ReadCell): over the
+  // memtables and only the files that may hold the row (Bloom keys
+  // row_prefix, then one of cell_keys when not empty), ending at stop_key.
+  // use_filter: apply options.families / columns.
+  std::unique_ptr<CellCursor> NewPointCursor(
+      const ReadState& state, const ReadOptions& options, std::string_view row,
+      std::string_view row_prefix, const std::vector<std::string>& cell_keys,
+      std::string stop_key, bool use_filter);
   // Adds iterators over the files of `state`'s table; for a point read
   // (row_prefix not empty) only those whose rows include it and whose
   // Bloom filter may hold one of `bloom_keys`.
@@ -265,8 +274,10 @@ class DBImpl final : public DB {
   std::vector<uint64_t> obsolete_value_files_ GUARDED_BY(files_mu_);
   std::map<uint64_t, int> value_file_refs_ GUARDED_BY(files_mu_);
   std::map<uint64_t, uint64_t> value_file_sizes_ GUARDED_BY(files_mu_);
-  std::map<uint64_t, std::shared_ptr<ValueFileReader>> value_readers_
-      GUARDED_BY(files_mu_);
+  // Open value files, bounded like the TableCache (max_open_tables, charge
+  // 1 each), so open descriptors stay within 2 * max_open_tables however
+  // many value files exist. Has its own lock; taken inside files_mu_.
+  LruCache<uint64_t, std::shared_ptr<ValueFileReader>> value_readers_;
 
   // Serializes schema changes and manifest writes. Taken before mu_.
   Mutex schema_mu_ ACQUIRED_BEFORE(mu_);

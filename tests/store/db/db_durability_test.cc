@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -440,6 +441,72 @@ TEST(DBDurabilityTest, DamagedLastManifestRecordIsCorruption) {
     EXPECT_TRUE(s.IsCorruption()) << s.ToString();
     EXPECT_NE(s.ToString().find(manifest), std::string::npos) << s.ToString();
     EXPECT_NE(s.ToString().find("offset"), std::string::npos) << s.ToString();
+  }
+}
+
+// A MemEnv that counts the random-access files open now (descriptors, on
+// a real disk).
+class OpenFileCountingEnv : public MemEnv {
+ public:
+  Result<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path) override {
+    auto file = MemEnv::NewRandomAccessFile(path);
+    if (!file.ok()) return file.status();
+    return std::unique_ptr<RandomAccessFile>(
+        std::make_unique<Counted>(std::move(*file), &open_));
+  }
+  int open() const { return open_.load(); }
+
+ private:
+  class Counted : public RandomAccessFile {
+   public:
+    Counted(std::unique_ptr<RandomAccessFile> base, std::atomic<int>* open)
+        : base_(std::move(base)), open_(open) {
+      ++*open_;
+    }
+    ~Counted() override { --*open_; }
+    Status Read(uint64_t offset, size_t n, std::string_view* result,
+                char* scratch) const override {
+      return base_->Read(offset, n, result, scratch);
+    }
+
+   private:
+    std::unique_ptr<RandomAccessFile> base_;
+    std::atomic<int>* open_;
+  };
+  std::atomic<int> open_{0};
+};
+
+// Reading values from many value files keeps at most max_open_tables of
+// them open (an unbounded cache kept every value file ever read open, past
+// the process's descriptor limit with enough of them).
+TEST(DBDurabilityTest, OpenValueFilesAreBounded) {
+  OpenFileCountingEnv env;
+  Options o = BaseOptions(&env);
+  o.large_value_bytes = 100;
+  o.max_open_tables = 4;
+  auto db = OpenOrDie(o);
+  Schema(db.get());
+  constexpr int kFiles = 30;
+  for (int i = 0; i < kFiles; ++i) {
+    // One flush each: one value file each.
+    ASSERT_TRUE(PutRow(db.get(), "r" + std::to_string(i),
+                       std::string(200, 'a' + i % 26), false)
+                    .ok());
+    ASSERT_TRUE(db->Flush().ok());
+  }
+  ASSERT_TRUE(db->WaitForIdle().ok());
+  int value_files = 0;
+  for (const auto& n : Children(&env)) value_files += n.ends_with(".vlf");
+  ASSERT_GE(value_files, kFiles);
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < kFiles; ++i) {
+      std::string value;
+      ASSERT_EQ(RowCells(db.get(), "r" + std::to_string(i), &value), 2);
+      EXPECT_EQ(value, std::string(200, 'a' + i % 26));
+      // Tables and value files: each cache holds at most max_open_tables.
+      EXPECT_LE(env.open(), 2 * o.max_open_tables) << "after row " << i;
+    }
   }
 }
 

@@ -280,6 +280,21 @@ void PauseMicros(uint64_t us) {
 
 class CrashLoopTest : public MountFixture {
  protected:
+  // On failure the data directory is kept for a reproducer.
+  void TearDown() override {
+    if (HasFailure()) {
+      Unmount();
+      std::string kept = "/tmp/tabletfs_crash_loop_failed_" +
+                         std::to_string(getpid()) + "_" +
+                         std::to_string(time(nullptr));
+      std::string cmd = "cp -a '" + datadir() + "' '" + kept + "'";
+      if (system(cmd.c_str()) == 0) {
+        std::cout << "data directory kept in " << kept << std::endl;
+      }
+    }
+    MountFixture::TearDown();
+  }
+
   // Every file on the mount under t/, with its content.
   Model ReadTree(std::string* error) {
     Model tree;

@@ -33,7 +33,10 @@ while (( done_kills < kills )); do
   n=$(( kills - done_kills < batch ? kills - done_kills : batch ))
   if ! TABLETFS_CRASH_KILLS=$n "$tests" \
       --gtest_filter='CrashLoopTest.*' >"$log" 2>&1; then
+    kept=/tmp/tabletfs_crash_loop_$$.log
+    cp "$log" "$kept"
     grep -v 'tabletfs: info' "$log" | tail -40
+    echo "whole output (with the daemon's log lines) in $kept"
     echo "FAILED after $done_kills kills in earlier batches; $(grep -m1 '^seed' "$log")"
     exit 1
   fi

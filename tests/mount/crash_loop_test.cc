@@ -346,6 +346,7 @@ TEST_F(CrashLoopTest, SigkillAtRandomMomentsLosesNothingAcknowledged) {
     return {};
   };
   Mount(mount_args());
+  ASSERT_FALSE(HasFatalFailure());
 
   Model model;
   uint64_t gen = 0;
@@ -430,6 +431,7 @@ TEST_F(CrashLoopTest, SigkillAtRandomMomentsLosesNothingAcknowledged) {
     if (pending.has_value()) Apply(*pending, &if_applied);
 
     Mount(mount_args());
+    ASSERT_FALSE(HasFatalFailure()) << "the store did not mount again";
     std::string error;
     Model tree = ReadTree(&error);
     ASSERT_EQ(error, "");

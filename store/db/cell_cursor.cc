@@ -53,7 +53,15 @@ void CellCursor::Finish() {
 
 void CellCursor::SeekIter(const std::string& target) { iter_->Seek(target); }
 
-void CellCursor::SkipForward(const std::string& target) {
+const std::string& CellCursor::FamilyKey(uint32_t family_id, char tail) {
+  skip_.assign(row_prefix_);
+  skip_.push_back('\x02');
+  PutBigEndian32(&skip_, family_id);
+  if (tail != 0) skip_.push_back(tail);
+  return skip_;
+}
+
+void CellCursor::SkipForward(std::string_view target) {
   // A few Next() calls are cheaper than a seek, which repositions every
   // child of the merge; most skips are short (the rest of a cell's
   // versions). REQUIRES: the iterator is before `target`.
@@ -67,14 +75,13 @@ void CellCursor::SkipForward(const std::string& target) {
 }
 
 void CellCursor::SeekToFirst() {
-  std::string start = options_.start_row;
-  if (options_.prefix > start) start = options_.prefix;
-  Seek(start);
+  Seek(options_.prefix > options_.start_row ? options_.prefix
+                                            : options_.start_row);
 }
 
 void CellCursor::Seek(std::string_view row, std::string_view family,
                       std::string_view qualifier) {
-  std::string r(row);
+  std::string_view r = row;
   bool clipped = false;
   if (r < options_.start_row) {
     r = options_.start_row;
@@ -89,15 +96,18 @@ void CellCursor::Seek(std::string_view row, std::string_view family,
     const FamilyState* fs = table_->FindFamily(family);
     if (fs != nullptr) {
       has_target_ = true;
-      target_row_prefix_ = RowPrefix(table_->id, r);
       target_family_ = fs->id;
-      target_qualifier_ = std::string(qualifier);
+      target_qualifier_.assign(qualifier);
     }
   }
+  skip_.clear();
+  PutBigEndian32(&skip_, table_->id);
+  AppendEscaped(&skip_, r);
+  if (has_target_) target_row_prefix_.assign(skip_);
   row_prefix_.clear();
   // Always start at the row's first key so its markers are seen; the target
   // family / qualifier is reached by seeking forward from there.
-  SeekIter(RowPrefix(table_->id, r));
+  SeekIter(skip_);
   FindNext();
 }
 
@@ -107,21 +117,21 @@ void CellCursor::Next() {
 }
 
 void CellCursor::NextColumn() {
-  SkipForward(cell_prefix_ + '\x03');
+  skip_.assign(cell_prefix_);
+  skip_.push_back('\x03');
+  SkipForward(skip_);
   FindNext();
 }
 
 void CellCursor::NextFamily() {
-  std::string k = row_prefix_;
-  k.push_back('\x02');
-  PutBigEndian32(&k, family_id_);
-  k.push_back('\x03');
-  SkipForward(k);
+  SkipForward(FamilyKey(family_id_, '\x03'));
   FindNext();
 }
 
 void CellCursor::NextRow() {
-  SkipForward(row_prefix_ + '\x03');
+  skip_.assign(row_prefix_);
+  skip_.push_back('\x03');
+  SkipForward(skip_);
   FindNext();
 }
 
@@ -130,6 +140,7 @@ void CellCursor::FindNext() {
   ParsedKey p;
   while (iter_->Valid()) {
     std::string_view key = iter_->key();
+    if (!options_.stop_key.empty() && key >= options_.stop_key) break;
     if (!ParseInternalKey(key, &p)) {
       status_ = Status::Corruption("malformed internal key",
                                    "in table " + table_->name);
@@ -139,7 +150,8 @@ void CellCursor::FindNext() {
     if (p.table_id != table_->id) break;
 
     if (row_prefix_.empty() || p.row_prefix != row_prefix_) {
-      std::string row = Unescape(p.row_enc);
+      UnescapeTo(p.row_enc, &next_row_);
+      const std::string& row = next_row_;
       if (!options_.end_row.empty() && row >= options_.end_row) break;
       if (!options_.prefix.empty()) {
         if (row < options_.prefix) {
@@ -155,7 +167,7 @@ void CellCursor::FindNext() {
       if (has_target_ && p.row_prefix != target_row_prefix_)
         has_target_ = false;
       row_prefix_.assign(p.row_prefix);
-      row_ = std::move(row);
+      row_.swap(next_row_);
       row_del_ = 0;
       in_family_ = false;
       in_cell_ = false;
@@ -169,10 +181,7 @@ void CellCursor::FindNext() {
 
     if (!in_family_ || p.family_id != family_id_) {
       if (has_target_ && p.family_id < target_family_) {
-        std::string k = row_prefix_;
-        k.push_back('\x02');
-        PutBigEndian32(&k, target_family_);
-        SkipForward(k);
+        SkipForward(FamilyKey(target_family_, 0));
         continue;
       }
       if (has_target_ && p.family_id > target_family_) has_target_ = false;
@@ -185,11 +194,7 @@ void CellCursor::FindNext() {
           !FamilyWanted(p.family_id, &family_all_columns_)) {
         // A dropped family (its data awaits compaction) or one the read
         // does not want.
-        std::string k = row_prefix_;
-        k.push_back('\x02');
-        PutBigEndian32(&k, p.family_id);
-        k.push_back('\x03');
-        SkipForward(k);
+        SkipForward(FamilyKey(p.family_id, '\x03'));
         continue;
       }
     }
@@ -202,30 +207,29 @@ void CellCursor::FindNext() {
     }
 
     if (!in_cell_ || p.cell_prefix != cell_prefix_) {
-      std::string q = Unescape(p.qualifier_enc);
+      UnescapeTo(p.qualifier_enc, &next_qual_);
       if (has_target_) {
         // Here p.family_id == target_family_.
-        if (q < target_qualifier_) {
-          std::string k = row_prefix_;
-          k.push_back('\x02');
-          PutBigEndian32(&k, target_family_);
-          k.push_back('\x02');
-          AppendEscaped(&k, target_qualifier_);
+        if (next_qual_ < target_qualifier_) {
+          FamilyKey(target_family_, '\x02');
+          AppendEscaped(&skip_, target_qualifier_);
           has_target_ = false;
-          SkipForward(k);
+          SkipForward(skip_);
           continue;
         }
         has_target_ = false;
       }
       in_cell_ = true;
       cell_prefix_.assign(p.cell_prefix);
-      qualifier_ = std::move(q);
+      qualifier_.swap(next_qual_);
       cell_del_ = family_del_;
       ranks_.clear();
       emitted_ = 0;
       have_last_ts_ = false;
       if (!ColumnWanted()) {
-        SkipForward(cell_prefix_ + '\x03');
+        skip_.assign(cell_prefix_);
+        skip_.push_back('\x03');
+        SkipForward(skip_);
         continue;
       }
     }
@@ -260,7 +264,9 @@ void CellCursor::FindNext() {
       continue;
     }
     if (options_.max_versions != 0 && emitted_ >= options_.max_versions) {
-      SkipForward(cell_prefix_ + '\x03');
+      skip_.assign(cell_prefix_);
+      skip_.push_back('\x03');
+      SkipForward(skip_);
       continue;
     }
     ++emitted_;

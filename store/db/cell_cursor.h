@@ -40,6 +40,10 @@ struct CursorOptions {
   std::vector<std::string> families;
   std::vector<Column> columns;
   std::string start_row, end_row, prefix;
+  // Not empty: the cursor ends at the first internal key >= stop_key. A
+  // point read sets it just past its row or cell, so it never reads on into
+  // the next one.
+  std::string stop_key;
 };
 
 class CellCursor {
@@ -75,7 +79,9 @@ class CellCursor {
  private:
   void FindNext();
   void SeekIter(const std::string& target);
-  void SkipForward(const std::string& target);
+  void SkipForward(std::string_view target);
+  // skip_ = row_prefix_ + 0x02 + be32(family_id) (+ `tail` when not 0).
+  const std::string& FamilyKey(uint32_t family_id, char tail);
   void Finish();
   bool FamilyWanted(uint32_t fid, bool* all_columns) const;
   bool ColumnWanted() const;
@@ -117,6 +123,11 @@ class CellCursor {
 
   int64_t timestamp_ = 0;
   EntryKind kind_ = EntryKind::kPut;
+
+  // Scratch buffers, kept so that moving the cursor does not allocate.
+  std::string skip_;       // a SkipForward / Seek target
+  std::string next_row_;   // the decoded row of a key being looked at
+  std::string next_qual_;  // the decoded qualifier of a key being looked at
 };
 
 }  // namespace tabletfs

@@ -1,6 +1,7 @@
 #include "store/db/key_format.h"
 
 #include <cassert>
+#include <cstring>
 
 #include "store/util/coding.h"
 
@@ -14,33 +15,43 @@ constexpr char kSectionChild = 0x02;
 }  // namespace
 
 void AppendEscaped(std::string* dst, std::string_view bytes) {
-  for (char c : bytes) {
-    dst->push_back(c);
-    if (c == '\0') dst->push_back('\xff');
+  // Runs without 0x00 are copied whole: keys are built on every read.
+  dst->reserve(dst->size() + bytes.size() + 2);
+  while (!bytes.empty()) {
+    const void* zero = std::memchr(bytes.data(), '\0', bytes.size());
+    size_t run = zero == nullptr
+                     ? bytes.size()
+                     : static_cast<size_t>(static_cast<const char*>(zero) -
+                                           bytes.data());
+    dst->append(bytes.data(), run);
+    if (run == bytes.size()) break;
+    dst->push_back('\0');
+    dst->push_back('\xff');
+    bytes.remove_prefix(run + 1);
   }
   dst->push_back('\0');
   dst->push_back('\x01');
 }
 
 bool ConsumeEscaped(std::string_view* input, std::string* out) {
+  // Every escape starts with 0x00: jump from one to the next (memchr), and
+  // copy the runs between them whole. Every key of every read is parsed.
   size_t i = 0;
   const std::string_view in = *input;
   while (i < in.size()) {
-    char c = in[i];
-    if (c != '\0') {
-      if (out) out->push_back(c);
-      ++i;
-      continue;
-    }
-    if (i + 1 >= in.size()) return false;
-    char next = in[i + 1];
+    const void* zero = std::memchr(in.data() + i, '\0', in.size() - i);
+    if (zero == nullptr) return false;
+    size_t z = static_cast<size_t>(static_cast<const char*>(zero) - in.data());
+    if (out) out->append(in.data() + i, z - i);
+    if (z + 1 >= in.size()) return false;
+    char next = in[z + 1];
     if (next == '\x01') {
-      input->remove_prefix(i + 2);
+      input->remove_prefix(z + 2);
       return true;
     }
     if (next != '\xff') return false;
     if (out) out->push_back('\0');
-    i += 2;
+    i = z + 2;
   }
   return false;
 }
@@ -49,6 +60,11 @@ std::string Unescape(std::string_view enc) {
   std::string out;
   ConsumeEscaped(&enc, &out);
   return out;
+}
+
+void UnescapeTo(std::string_view enc, std::string* out) {
+  out->clear();
+  ConsumeEscaped(&enc, out);
 }
 
 std::string RowPrefix(uint32_t table_id, std::string_view row) {

@@ -93,6 +93,8 @@ bool BloomPrefixes(std::string_view key, std::string_view* row_prefix,
 
 // Decodes enc(x) (with terminator) to x.
 std::string Unescape(std::string_view enc);
+// The same into *out (replacing its contents, reusing its capacity).
+void UnescapeTo(std::string_view enc, std::string* out);
 
 }  // namespace tabletfs
 

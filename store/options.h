@@ -37,7 +37,7 @@ struct Options {
   int max_frozen_memtables = 2;
 
   // Target uncompressed size of an SSTable data block.
-  size_t block_size = 32u << 10;
+  size_t block_size = 16u << 10;
   // Memory bound of the uncompressed-block cache.
   size_t block_cache_bytes = 64u << 20;
   // Bound on SSTables kept open (each holds one file descriptor).

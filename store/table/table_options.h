@@ -18,9 +18,9 @@ class BlockCache;
 
 struct TableOptions {
   // Target size of an uncompressed data block (see store/doc/table_format.md
-  // for why 32 KiB). A block is cut once it reaches this size, so a block
+  // for why 16 KiB). A block is cut once it reaches this size, so a block
   // exceeds it by at most one entry.
-  size_t block_size = 32u << 10;
+  size_t block_size = 16u << 10;
   // Keys between restart points in a block.
   int restart_interval = 16;
   // 0: no filter block.

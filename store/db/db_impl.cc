@@ -1027,14 +1027,111 @@ std::unique_ptr<CellCursor> DBImpl::NewCursor(
                                       state.table, std::move(co));
 }
 
+namespace {
+
+// The row prefix of an internal key (the whole key when malformed), without
+// copying it.
+std::string_view RowPrefixView(std::string_view key) {
+  ParsedKey p;
+  return ParseInternalKey(key, &p) ? p.row_prefix : key;
+}
+
+// The file iterators of a point read of one row (LevelDB's Version::Get):
+// only files whose rows include it, at most one per level >= 1 (found by
+// binary search, levels >= 1 being sorted and disjoint by row), and only
+// those whose Bloom filter may hold `row_prefix` and, when `cell_keys` is not
+// empty, one of them. The row prefix goes first: every key adds it, so one
+// probe rules out a file that holds nothing of the row.
+void AddPointFileIterators(TableCache* cache, const Version& version,
+                           uint32_t table_id, std::string_view row_prefix,
+                           const std::vector<std::string>& cell_keys,
+                           std::atomic<uint64_t>* bloom_useful,
+                           std::vector<std::unique_ptr<Iterator>>* children) {
+  auto add = [&](const FileMeta& f) {
+    Result<std::shared_ptr<Table>> t = cache->Get(f.number, f.size);
+    if (!t.ok()) {
+      children->push_back(NewEmptyIterator(t.status()));
+      return;
+    }
+    const Table& table = **t;
+    bool may_contain = table.MayContain(row_prefix);
+    if (may_contain && !cell_keys.empty()) {
+      may_contain = false;
+      for (const std::string& k : cell_keys) {
+        if (table.MayContain(k)) {
+          may_contain = true;
+          break;
+        }
+      }
+    }
+    if (!may_contain) {
+      bloom_useful->fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    children->push_back(table.NewIterator());
+  };
+  for (const auto& f : version.levels[0]) {
+    if (f->tablet_id != table_id || row_prefix < RowPrefixView(f->smallest) ||
+        row_prefix > RowPrefixView(f->largest)) {
+      continue;
+    }
+    add(*f);
+  }
+  for (int level = 1; level < Version::kNumLevels; ++level) {
+    const auto& files = version.levels[level];
+    auto it = std::lower_bound(
+        files.begin(), files.end(), row_prefix,
+        [](const std::shared_ptr<const FileMeta>& f, std::string_view rp) {
+          return RowPrefixView(f->largest) < rp;
+        });
+    if (it == files.end()) continue;
+    const FileMeta& f = **it;
+    if (f.tablet_id != table_id || row_prefix < RowPrefixView(f.smallest)) {
+      continue;
+    }
+    add(f);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<CellCursor> DBImpl::NewPointCursor(
+    const ReadState& state, const ReadOptions& options, std::string_view row,
+    std::string_view row_prefix, const std::vector<std::string>& cell_keys,
+    std::string stop_key, bool use_filter) {
+  std::vector<std::unique_ptr<Iterator>> children;
+  children.reserve(state.mems.size() + 4);
+  for (const auto& m : state.mems) children.push_back(MemTable::NewIterator(m));
+  AddPointFileIterators(table_cache_.get(), *state.version, state.table->id,
+                        row_prefix, cell_keys, &stat_bloom_useful_, &children);
+  CursorOptions co;
+  co.view_seq = state.view_seq;
+  co.epoch_view_seq = state.epoch_view;
+  co.now_micros = env_->NowMicros();
+  co.at = options.at;
+  co.max_versions = options.max_versions;
+  if (use_filter) {
+    co.families = options.families;
+    co.columns = options.columns;
+  }
+  co.start_row.assign(row);
+  co.end_row.reserve(row.size() + 1);
+  co.end_row.assign(row);
+  co.end_row.push_back('\0');  // the first row after `row`
+  co.stop_key = std::move(stop_key);
+  return std::make_unique<CellCursor>(NewMergingIterator(std::move(children)),
+                                      state.table, std::move(co));
+}
+
 Result<Row> DBImpl::ReadRow(std::string_view table, std::string_view row,
                             const ReadOptions& options) {
   TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
   TABLETFS_ASSIGN_OR_RETURN(ReadState state, PinReadState(table, options));
-  std::string end(row);
-  end.push_back('\0');  // the first row after `row`
-  auto cursor = NewCursor(state, options, std::string(row), end, {},
-                          {RowPrefix(state.table->id, row)});
+  std::string row_prefix = RowPrefix(state.table->id, row);
+  std::string stop = row_prefix;
+  stop.push_back('\x03');  // after every key of the row
+  auto cursor = NewPointCursor(state, options, row, row_prefix, {},
+                               std::move(stop), /*use_filter=*/true);
   Row out;
   out.key = std::string(row);
   for (cursor->Seek(row); cursor->Valid(); cursor->Next()) {
@@ -1062,20 +1159,21 @@ Result<std::vector<Cell>> DBImpl::ReadCell(std::string_view table,
     return Status::NotFound("no such family",
                             std::string(table) + ":" + std::string(family));
   }
-  ReadOptions cell_options = options;
-  cell_options.families.clear();
-  cell_options.columns = {Column{std::string(family), std::string(qualifier)}};
-  std::string end(row);
-  end.push_back('\0');
   // A file matters when it may hold the cell or a row / family marker of
   // the row (their own Bloom keys, see store/doc/key_format.md).
-  std::string row_marker = RowPrefix(state.table->id, row) + '\x01';
-  std::string family_prefix = FamilyPrefix(state.table->id, row, fs->id);
-  std::vector<std::string> bloom_keys = {
-      CellPrefix(state.table->id, row, fs->id, qualifier), row_marker,
-      family_prefix};
-  auto cursor =
-      NewCursor(state, cell_options, std::string(row), end, {}, bloom_keys);
+  std::string row_prefix = RowPrefix(state.table->id, row);
+  std::vector<std::string> bloom_keys(3);
+  bloom_keys[1] = row_prefix + '\x01';  // row markers
+  bloom_keys[2] = row_prefix + '\x02';
+  PutBigEndian32(&bloom_keys[2], fs->id);  // the family prefix
+  bloom_keys[0] = bloom_keys[2] + '\x02';
+  AppendEscaped(&bloom_keys[0], qualifier);  // the cell prefix
+  std::string stop = bloom_keys[0];
+  stop.push_back('\x03');  // after every key of the cell
+  // No family / column filter: Seek goes straight to the cell (past the
+  // row's and the family's markers) and stop ends the read after it.
+  auto cursor = NewPointCursor(state, options, row, row_prefix, bloom_keys,
+                               std::move(stop), /*use_filter=*/false);
   std::vector<Cell> out;
   for (cursor->Seek(row, family, qualifier);
        cursor->Valid() && cursor->family_id() == fs->id &&

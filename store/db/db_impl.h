@@ -158,6 +158,14 @@ class DBImpl final : public DB {
                                         std::string start_row,
                                         std::string end_row, std::string prefix,
                                         std::vector<std::string> bloom_keys);
+  // A cursor for a point read of `row` (ReadRow, ReadCell): over the
+  // memtables and only the files that may hold the row (Bloom keys
+  // row_prefix, then one of cell_keys when not empty), ending at stop_key.
+  // use_filter: apply options.families / columns.
+  std::unique_ptr<CellCursor> NewPointCursor(
+      const ReadState& state, const ReadOptions& options, std::string_view row,
+      std::string_view row_prefix, const std::vector<std::string>& cell_keys,
+      std::string stop_key, bool use_filter);
   // Adds iterators over the files of `state`'s table; for a point read
   // (row_prefix not empty) only those whose rows include it and whose
   // Bloom filter may hold one of `bloom_keys`.

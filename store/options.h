@@ -40,7 +40,8 @@ struct Options {
   size_t block_size = 16u << 10;
   // Memory bound of the uncompressed-block cache.
   size_t block_cache_bytes = 64u << 20;
-  // Bound on SSTables kept open (each holds one file descriptor).
+  // Bound on SSTables kept open, and separately on value files kept open
+  // (each holds one file descriptor): at most 2x this many descriptors.
   int max_open_tables = 1000;
   int bloom_bits_per_key = 10;
   // Target size of one SSTable written by compaction.

@@ -66,57 +66,84 @@ FsError DirHandle::Read(off_t offset,
     auto it = std::find_if(
         remembered_.begin(), remembered_.end(),
         [offset](const Position& p) { return p.offset == offset; });
-    if (it == remembered_.end()) {
+    if (it != remembered_.end()) {
+      TABLETFS_FS_RETURN_IF_ERROR(Reposition(*it));
+    } else if (offset > 0 && offset <= max_offset_) {
+      // seekdir() to a telldir() older than the remembered window: a new
+      // pass from the start, skipping that many entries. Exact when the
+      // directory did not change since; never an error.
+      TABLETFS_FS_RETURN_IF_ERROR(Reposition(Position()));
+      while (last_.offset < offset) {
+        DirEntry e;
+        Position next;
+        bool end = false;
+        TABLETFS_FS_RETURN_IF_ERROR(Step(&e, &next, &end));
+        if (end) break;
+        last_ = std::move(next);
+        Remember(last_);
+      }
+    } else {
       return FsError::Of(EINVAL, "readdir of " + dir_.DebugPath() +
                                      ": offset " + std::to_string(offset) +
-                                     " was not returned recently");
+                                     " was never returned");
     }
-    TABLETFS_FS_RETURN_IF_ERROR(Reposition(*it));
   }
   for (;;) {
     DirEntry e;
     Position next;
-    next.offset = last_.offset + 1;
-    if (last_.offset == 0) {
-      e.name = ".";
-      e.is_dot = true;
-      next.phase = Phase::kDot;
-    } else if (last_.phase == Phase::kDot) {
-      e.name = "..";
-      e.is_dot = true;
-      next.phase = Phase::kDotDot;
-    } else {
-      std::optional<DirEntry> entry;
-      TABLETFS_FS_RETURN_IF_ERROR(NextEntry(&entry));
-      if (!entry.has_value()) return FsError::Ok();
-      e = std::move(*entry);
-      next.phase = Phase::kEntries;
-      switch (e.node.kind) {
-        case NodeKind::kTable:
-        case NodeKind::kSchemaTable:
-          next.key = e.node.table;
-          break;
-        case NodeKind::kRow:
-          next.key = e.node.row;
-          break;
-        case NodeKind::kFamily:
-        case NodeKind::kSchemaFamily:
-          next.key = e.node.family;
-          break;
-        case NodeKind::kStatusFile:
-          next.key = e.node.name;
-          break;
-        default:
-          next.key = e.node.qualifier;
-          next.timestamp = e.node.at.value_or(0);
-          break;
-      }
-    }
-    e.offset = next.offset;
+    bool end = false;
+    TABLETFS_FS_RETURN_IF_ERROR(Step(&e, &next, &end));
+    if (end) return FsError::Ok();
     if (!emit(e)) return FsError::Ok();
     last_ = std::move(next);
+    max_offset_ = std::max(max_offset_, last_.offset);
     Remember(last_);
   }
+}
+
+FsError DirHandle::Step(DirEntry* out, Position* next, bool* end) {
+  DirEntry& e = *out;
+  next->offset = last_.offset + 1;
+  if (last_.offset == 0) {
+    e.name = ".";
+    e.is_dot = true;
+    next->phase = Phase::kDot;
+  } else if (last_.phase == Phase::kDot) {
+    e.name = "..";
+    e.is_dot = true;
+    next->phase = Phase::kDotDot;
+  } else {
+    std::optional<DirEntry> entry;
+    TABLETFS_FS_RETURN_IF_ERROR(NextEntry(&entry));
+    if (!entry.has_value()) {
+      *end = true;
+      return FsError::Ok();
+    }
+    e = std::move(*entry);
+    next->phase = Phase::kEntries;
+    switch (e.node.kind) {
+      case NodeKind::kTable:
+      case NodeKind::kSchemaTable:
+        next->key = e.node.table;
+        break;
+      case NodeKind::kRow:
+        next->key = e.node.row;
+        break;
+      case NodeKind::kFamily:
+      case NodeKind::kSchemaFamily:
+        next->key = e.node.family;
+        break;
+      case NodeKind::kStatusFile:
+        next->key = e.node.name;
+        break;
+      default:
+        next->key = e.node.qualifier;
+        next->timestamp = e.node.at.value_or(0);
+        break;
+    }
+  }
+  e.offset = next->offset;
+  return FsError::Ok();
 }
 
 FsError DirHandle::LoadNames() {

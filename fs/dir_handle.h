@@ -5,7 +5,9 @@
 // offset the kernel resumes from, so rows added or removed during a listing
 // never make it skip or repeat, and memory stays bounded however many rows
 // the table has (the store's Scanner streams; only kRememberedEntries keys
-// are kept).
+// are kept). An older offset the handle returned (seekdir to an old
+// telldir) restarts the pass and skips that many entries: exact when the
+// directory did not change meanwhile.
 //
 // Listing order: tables, rows and qualifiers in byte order (a row listing
 // merges the directories made by mkdir); families (in a row and in
@@ -60,8 +62,8 @@ class DirHandle {
 
   // Calls `emit` for each entry after kernel offset `offset`, until emit
   // returns false (the entry did not fit: it is not consumed) or the
-  // directory ends. EINVAL for an offset this handle never returned or has
-  // forgotten; a store error as its errno.
+  // directory ends. EINVAL for an offset this handle never returned; a
+  // store error as its errno.
   FsError Read(off_t offset, const std::function<bool(const DirEntry&)>& emit);
 
   const Node& dir() const { return dir_; }
@@ -77,6 +79,8 @@ class DirHandle {
     int64_t timestamp = 0;
   };
 
+  // The entry after last_ and the position after it; *end at the end.
+  FsError Step(DirEntry* out, Position* next, bool* end) REQUIRES(mu_);
   // Positions the stream after `pos` (pos.offset == 0: at the start).
   FsError Reposition(const Position& pos) REQUIRES(mu_);
   // The next entry of the kEntries phase after last_ (nullopt at the end).
@@ -97,6 +101,8 @@ class DirHandle {
   // Where the stream stands: the last entry handed out and consumed.
   Position last_ GUARDED_BY(mu_);
   std::deque<Position> remembered_ GUARDED_BY(mu_);
+  // The largest offset ever handed out.
+  off_t max_offset_ GUARDED_BY(mu_) = 0;
   // Root, `.schema`, `.schema/TABLE` and row listings: the names (sorted),
   // loaded at the start of each pass.
   std::vector<DirEntry> names_ GUARDED_BY(mu_);

@@ -186,5 +186,38 @@ TEST_F(DirHandleTest, StreamsManyQualifiersInSmallBatches) {
   EXPECT_EQ(total, 3000u);
 }
 
+// seekdir() to a telldir() taken more than kRememberedEntries entries ago
+// (a program that walks a huge table and comes back) must not fail.
+TEST_F(DirHandleTest, ResumesFromAnOffsetOlderThanTheRememberedWindow) {
+  const int kRows = static_cast<int>(DirHandle::kRememberedEntries) + 500;
+  std::vector<std::string> rows;
+  for (int i = 0; i < kRows; i++) {
+    char r[16];
+    snprintf(r, sizeof(r), "r%06d", i);
+    rows.push_back(r);
+  }
+  for (const std::string& r : rows) Put(r, "f", "q");
+  DirHandle d(db_.get(), &ephemeral_, TableNode());
+  off_t last = 0;
+  std::vector<std::string> all;
+  for (;;) {
+    std::vector<std::string> batch = ReadSome(&d, last, 100, &last);
+    if (batch.empty()) break;
+    all.insert(all.end(), batch.begin(), batch.end());
+  }
+  ASSERT_EQ(all.size(), rows.size() + 2);
+  // Offset 12 is the 10th row's: the listing goes on with the 11th.
+  EXPECT_EQ(ReadSome(&d, 12, 2, &last),
+            (std::vector<std::string>{rows[10], rows[11]}));
+  EXPECT_EQ(last, 14);
+  // And from there on as usual, to the end.
+  std::vector<std::string> rest = ReadSome(&d, last, kRows, &last);
+  ASSERT_EQ(rest.size(), rows.size() - 12);
+  EXPECT_EQ(rest.back(), rows.back());
+  // An offset never handed out is still refused.
+  FsError e = d.Read(kRows + 100, [](const DirEntry&) { return true; });
+  EXPECT_EQ(e.err, EINVAL);
+}
+
 }  // namespace
 }  // namespace tabletfs::fs

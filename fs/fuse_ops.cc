@@ -368,11 +368,13 @@ class Filesystem {
     const Node& n = h.node();
     ephemeral_.RemoveCell(n.table, n.row, n.family, n.qualifier);
   }
-  // As on a local disk: writers of a removed cell commit nothing more.
-  void OrphanWriters(const Node& cell) {
+  // As on a local disk: writers of a removed cell commit nothing more. With
+  // `with_versions` (rm Q removes every version), also the writers of its
+  // Q@T names.
+  void OrphanWriters(const Node& cell, bool with_versions) {
     for (auto& h : AllWriters()) {
       MutexLock lock(h->mu());
-      if (SameCell(h->node(), cell)) {
+      if (with_versions ? SameCell(h->node(), cell) : h->node() == cell) {
         Unlist(*h);
         h->Unlinked();
       }
@@ -1221,7 +1223,7 @@ void Filesystem::Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
         // and an open writer of the cell never brings it back.
         if (e.ok()) {
           ephemeral_.AddFamily(n.table, n.row, n.family);
-          OrphanWriters(n);
+          OrphanWriters(n, /*with_versions=*/true);
         }
       }
     } else if (n.kind == NodeKind::kSchemaFamily) {
@@ -1301,7 +1303,7 @@ void Filesystem::Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
       // Open files follow their names, as on a local disk: writers of the
       // replaced destination commit nothing more, writers of the source
       // commit to the destination.
-      OrphanWriters(to);
+      OrphanWriters(to, /*with_versions=*/false);
       MoveWriters(from, to);
       std::optional<uint64_t> old_to = inodes_.Find(to);
       inodes_.Rebind(from, to);

@@ -79,6 +79,41 @@ TEST_F(DaemonTest, ExitCodeSaysWhetherTheMountWorked) {
   EXPECT_NE(system(cmd.c_str()), 0);
 }
 
+TEST_F(DaemonTest, VersionAndHelpExitZero) {
+  std::string out;
+  ASSERT_EQ(Sh(TabletfsBinary() + " -V", &out), 0);
+  EXPECT_EQ(out.rfind("tabletfs ", 0), 0u) << out;
+  EXPECT_NE(out.find("libfuse 3."), std::string::npos) << out;
+  out.clear();
+  ASSERT_EQ(Sh(TabletfsBinary() + " --help", &out), 0);
+  EXPECT_NE(out.find("usage: tabletfs [options] DATADIR MOUNTPOINT"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(Sh(TabletfsBinary() + " --no-such-option 2>/dev/null"), 0);
+}
+
+// In the foreground the log goes to stderr, one line per refused request
+// saying why, so a shell user can find out what EPERM meant.
+TEST_F(DaemonTest, ForegroundLogsEveryRefusalWithItsReason) {
+  std::string log = tmp() + "/daemon.log";
+  std::string cmd =
+      TabletfsBinary() + " -f " + datadir() + " " + mnt() + " 2>" + log + " &";
+  ASSERT_EQ(system(cmd.c_str()), 0);
+  for (int i = 0; i < 2000 && !IsMounted(); i++) usleep(5000);
+  ASSERT_TRUE(IsMounted());
+  EXPECT_NE(Sh("mkdir t && echo x > t/file 2>/dev/null"), 0);
+  ASSERT_EQ(system(("fusermount3 -u " + mnt()).c_str()), 0);
+  for (int i = 0;
+       i < 2000 && access((datadir() + "/mount.pid").c_str(), F_OK) == 0; i++) {
+    usleep(5000);
+  }
+  std::string text = ReadFile(log);
+  EXPECT_NE(text.find("create /t/file: EPERM: only directories may be in /t"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("unmounted"), std::string::npos) << text;
+}
+
 TEST_F(DaemonTest, RelativeDataDirIsMadeAbsolute) {
   std::string cmd = "cd " + tmp() + " && " + TabletfsBinary() + " data mnt";
   ASSERT_EQ(system(cmd.c_str()), 0);

@@ -16,7 +16,7 @@ build_packages=(
   libfuse3-dev fuse3 liblz4-dev libxxhash-dev libgtest-dev libgmock-dev
 )
 test_packages=(
-  libbenchmark-dev clang-14 libclang-rt-14-dev util-linux psmisc rsync
+  libbenchmark-dev clang-14 libclang-rt-14-dev util-linux psmisc rsync strace
 )
 
 bench_packages=(libleveldb-dev librocksdb-dev libbenchmark-dev)

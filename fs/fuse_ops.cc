@@ -1446,13 +1446,17 @@ void Filesystem::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       case NodeKind::kCell: {
         if (write) e = CheckFuture(n);
         if (!e.ok()) break;
+        // Writers are looked for before the store is read: a creator that
+        // closes in between has committed before it stops being a writer
+        // (Release), so the read then finds its version.
+        const bool created_and_open = !WritersOf(ino).empty();
         CellVersion v;
         e = ReadVersion(n, &v);
         if (!e.ok()) break;
         if (n.at.has_value() && write && v.exists && v.timestamp != *n.at) {
           v = CellVersion();  // Q@T is written at exactly T
         }
-        if (!v.exists && WritersOf(ino).empty() && !n.at.has_value()) {
+        if (!v.exists && !created_and_open && !n.at.has_value()) {
           e = FsError::Of(ENOENT, "no cell " + n.DebugPath());
           break;
         }
@@ -1564,15 +1568,7 @@ void Filesystem::Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void Filesystem::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   (void)ino;
-  std::shared_ptr<FileHandle> h;
-  {
-    MutexLock lock(&handles_mu_);
-    auto it = files_.find(reinterpret_cast<FileHandle*>(fi->fh));
-    if (it != files_.end()) {
-      h = std::move(it->second);
-      files_.erase(it);
-    }
-  }
+  std::shared_ptr<FileHandle> h = FileOf(fi);
   if (h) {
     MutexLock lock(h->mu());
     if (h->NeedsCommit()) {
@@ -1583,6 +1579,13 @@ void Filesystem::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       }
     }
     Unlist(*h);
+  }
+  // Only once committed does the handle stop being a writer of its inode:
+  // an open or stat that found no writer then finds the version in the
+  // store.
+  if (h) {
+    MutexLock lock(&handles_mu_);
+    files_.erase(h.get());
   }
   fuse_reply_err(req, 0);
 }

@@ -49,6 +49,29 @@ TEST_F(ParallelTest, TwoWritersToOneCellMakeTwoVersions) {
   EXPECT_EQ(cells->size(), 2u);
 }
 
+// The race above, made likely: the second open of the name may come while
+// the first writer closes (it then must find the committed version, not
+// ENOENT).
+TEST_F(ParallelTest, TwoWritersToOneNewCellManyTimes) {
+  CreateTable("t", {"f"});
+  Mount();
+  constexpr int kRounds = 200;
+  ShOk("for i in $(seq 1 " + std::to_string(kRounds) +
+       "); do mkdir -p t/r$i/f && "
+       "(echo x > t/r$i/f/q & echo y > t/r$i/f/q & wait); done");
+  Unmount();
+  auto db = OpenDb();
+  ReadOptions ro;
+  ro.max_versions = 0;
+  int short_rounds = 0;
+  for (int i = 1; i <= kRounds; i++) {
+    auto cells = db->ReadCell("t", "r" + std::to_string(i), "f", "q", ro);
+    ASSERT_TRUE(cells.ok());
+    if (cells->size() != 2u) short_rounds++;
+  }
+  EXPECT_EQ(short_rounds, 0) << "rounds that stored one version of two";
+}
+
 TEST_F(ParallelTest, ReaderOpenDuringAnOverwrite) {
   CreateTable("t", {"f"});
   Mount();

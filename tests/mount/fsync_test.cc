@@ -95,9 +95,8 @@ TEST_F(FsyncTest, FsyncAndFsyncdirSyncTheLog) {
 }
 
 TEST_F(FsyncTest, UnmountSyncsTheLog) {
-  if (system("command -v strace > /dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "strace is not installed";
-  }
+  ASSERT_EQ(system("command -v strace > /dev/null 2>&1"), 0)
+      << "strace is missing: install it (tests/run.sh does)";
   CreateTable("t", {"f"});
   Mount();
   ShOk("mkdir -p t/r/f && echo unsynced > t/r/f/a");

@@ -42,6 +42,21 @@ struct CellCondition {
   std::string value;  // kEquals
 };
 
+// A tablet: a contiguous row range of a table, the unit of compaction
+// (store/doc/tablets.md).
+struct TabletInfo {
+  // [start_row, end_row); empty start_row: from the table's first row,
+  // empty end_row: past its last row.
+  std::string start_row;
+  std::string end_row;
+  // Bytes of its data: SSTables (the part in its range) and memtables.
+  uint64_t bytes = 0;
+  uint64_t files = 0;  // SSTables
+  // Up to 8 row keys inside the range, in order, splitting its SSTable
+  // data into about equal parts (Bigtable's SampleRowKeys).
+  std::vector<std::string> sample_rows;
+};
+
 struct AppendResult {
   int64_t timestamp = 0;    // of the new version
   uint64_t value_size = 0;  // length of the new value
@@ -126,6 +141,9 @@ class DB {
       std::string_view table, const ScanOptions &options) = 0;
   // The current state, for consistent multi-call reads.
   virtual std::shared_ptr<const Snapshot> GetSnapshot() = 0;
+  // The tablets of `table` in row order (they cover all its rows).
+  virtual Result<std::vector<TabletInfo>> ListTablets(
+      std::string_view table) = 0;
 
   // ---- Maintenance ----
   // Makes every acknowledged write durable (survives power loss).

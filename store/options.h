@@ -30,11 +30,16 @@ struct Options {
 
   bool create_if_missing = true;
 
-  // A memtable is frozen and flushed once it holds this many bytes.
+  // Budget of the active memtables of all tablets together: past it, the
+  // largest is frozen and flushed. Also the size of one log file.
   size_t memtable_bytes = 64u << 20;
-  // Writes stall (instead of growing memory without bound) while this many
-  // frozen memtables wait for their flush.
+  // Writes stall (instead of growing memory without bound) while frozen
+  // memtables of this many budgets' bytes wait for their flush.
   int max_frozen_memtables = 2;
+  // Bound on the logs kept for replay: past it, the tablets whose entries
+  // hold the oldest log are flushed, so one cold tablet never pins the log
+  // and recovery stays short.
+  uint64_t max_log_bytes = 256ull << 20;
 
   // Target uncompressed size of an SSTable data block.
   size_t block_size = 16u << 10;
@@ -58,7 +63,9 @@ struct Options {
   // use the reserve.
   uint64_t space_reserve_bytes = 64u << 20;
 
-  // Tablets split above this many bytes (see the tablets design).
+  // A tablet splits (at a middle row) once its data passes this many bytes;
+  // adjacent tablets merge when together under a quarter of it
+  // (store/doc/tablets.md).
   uint64_t tablet_split_bytes = 128ull << 20;
 };
 

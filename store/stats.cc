@@ -43,6 +43,10 @@ std::string DbStats::ToString() const {
       << "\n";
   out << "bloom_useful " << bloom_useful << "\n";
   out << "write_stalls " << write_stalls << "\n";
+  out << "tablets " << tablets << "\n";
+  out << "tablet_splits " << tablet_splits << "\n";
+  out << "tablet_merges " << tablet_merges << "\n";
+  out << "tablet_max_pause_micros " << tablet_max_pause_micros << "\n";
   out << "last_sequence " << last_sequence << "\n";
   out << "last_timestamp " << last_timestamp << "\n";
   out << "background_error "

@@ -33,6 +33,11 @@ struct DbStats {
   uint64_t block_cache_misses = 0;
   uint64_t bloom_useful = 0;  // lookups a filter answered
   uint64_t write_stalls = 0;
+  uint64_t tablets = 0;
+  uint64_t tablet_splits = 0;  // since open
+  uint64_t tablet_merges = 0;
+  // Longest time writers were held back for a split, merge or freeze.
+  uint64_t tablet_max_pause_micros = 0;
   uint64_t last_sequence = 0;
   int64_t last_timestamp = 0;
   std::string background_error;  // empty when none

@@ -91,6 +91,10 @@ void DBImpl::DeleteObsoleteFiles() {
   {
     MutexLock l(&mu_);
     log_number = log_number_;
+    std::erase_if(log_sizes_,
+                  [&](const auto& e) { return e.first < log_number; });
+    std::erase_if(live_files_,
+                  [](const auto& e) { return e.second.expired(); });
   }
   Result<std::vector<std::string>> children = env_->GetChildren(dir_);
   if (!children.ok()) return;
@@ -115,10 +119,12 @@ Status DBImpl::RemoveOrphans() {
   {
     MutexLock l(&mu_);
     log_number = log_number_;
-    for (const auto& level : version_->levels) {
-      for (const auto& f : level) {
-        live_tables.insert(f->number);
-        live_values.insert(f->value_files.begin(), f->value_files.end());
+    for (const auto& [id, t] : tablets_) {
+      for (const auto& level : t->version->levels) {
+        for (const auto& f : level) {
+          live_tables.insert(f->number);
+          live_values.insert(f->value_files.begin(), f->value_files.end());
+        }
       }
     }
   }
@@ -161,30 +167,40 @@ std::map<uint32_t, std::shared_ptr<const TableState>> DBImpl::TablesById() {
 }
 
 Status DBImpl::FinishRecovery(const std::vector<uint64_t>& old_logs) {
-  // The replayed entries go to level 0 now, so the old logs can go and the
-  // next open replays only what is written from here on.
-  std::vector<FileMeta> outputs;
-  std::shared_ptr<MemTable> mem;
+  // The replayed entries go to level 0 of their tablets now, so the old
+  // logs can go and the next open replays only what is written from here.
+  std::vector<std::shared_ptr<Tablet>> tablets;
   std::map<uint32_t, std::shared_ptr<const TableState>> tables;
   {
     MutexLock l(&mu_);
-    mem = mem_;
+    for (const auto& [id, t] : tablets_) {
+      if (t->mem->entries() > 0) tablets.push_back(t);
+    }
     tables = TablesById();
   }
-  if (mem->entries() > 0) {
-    auto iter = MemTable::NewIterator(mem);
+  VersionEdit edit;
+  for (const auto& t : tablets) {
+    // Recovery is single-threaded: nothing else touches the tablets.
+    auto iter = NewSegmentIterator({{t->lo, t->hi, [mem = t->mem] {
+                                       return MemTable::NewIterator(mem);
+                                     }}});
+    std::vector<FileMeta> outputs;
     TABLETFS_RETURN_IF_ERROR(WriteTables(iter.get(), tables, nullptr, 0,
-                                         /*move_large_values=*/true, &outputs));
+                                         /*move_large_values=*/true, t->id,
+                                         &outputs));
+    edit.added_files.insert(edit.added_files.end(), outputs.begin(),
+                            outputs.end());
   }
   uint64_t new_log = NewFileNumber();
   {
     MutexLock l(&mu_);
-    VersionEdit edit;
-    edit.added_files = outputs;
     edit.log_number = new_log;
     TABLETFS_RETURN_IF_ERROR(ApplyEdit(edit));
-    mem_ = std::make_shared<MemTable>();
-    if (!outputs.empty()) ++stat_flushes_;
+    for (const auto& [id, t] : tablets_) {
+      t->mem = std::make_shared<MemTable>();
+      t->mem_first_log = kNoLog;
+    }
+    if (!edit.added_files.empty()) ++stat_flushes_;
   }
   {
     MutexLock s(&schema_mu_);
@@ -199,11 +215,12 @@ Status DBImpl::FinishRecovery(const std::vector<uint64_t>& old_logs) {
   {
     MutexLock l(&mu_);
     current_log_number_ = new_log;
+    log_sizes_[new_log] = 0;
   }
   if (!old_logs.empty()) {
-    Log(LogLevel::kInfo, "recovered " + std::to_string(old_logs.size()) +
-                             " logs into " + std::to_string(outputs.size()) +
-                             " level-0 files");
+    Log(LogLevel::kInfo,
+        "recovered " + std::to_string(old_logs.size()) + " logs into " +
+            std::to_string(edit.added_files.size()) + " level-0 files");
   }
   return RemoveOrphans();
 }
@@ -218,13 +235,15 @@ void DBImpl::RollLogAfterFailure() {
   }
   log_ = std::make_unique<LogWriter>(std::move(*file));
   current_log_number_ = number;
+  log_file_bytes_ = 0;
+  log_sizes_[number] = 0;
   Status s = env_->SyncDir(dir_);
   if (!s.ok()) bg_error_ = s.WithContext("replacing a failed log");
 }
 
-Status DBImpl::FreezeMemtable() {
-  // Creating the file under mu_ is rare (once per memtable) and keeps the
-  // switch atomic for the queue.
+Status DBImpl::SwitchLog() {
+  // Creating the file under mu_ is rare (once per log) and keeps the switch
+  // atomic for the queue.
   uint64_t number = next_file_number_++;
   std::string path = FileName(number, ".log");
   Result<std::unique_ptr<WritableFile>> file = env_->NewWritableFile(path);
@@ -234,9 +253,8 @@ Status DBImpl::FreezeMemtable() {
   // The old log is synced before it is closed: its writes may have been
   // acknowledged without sync, and a later DB::Sync() or synced write only
   // syncs the new log, yet promises durability for everything acknowledged
-  // before it. Without this, power loss before the flush commits the frozen
-  // memtable loses the old log's unsynced tail. The front writer owns log_,
-  // so the sync runs without mu_ (nobody else touches log_ or mem_).
+  // before it. The front writer owns log_, so the sync runs without mu_
+  // (nobody else touches log_).
   LogWriter* old_log = log_.get();
   mu_.Unlock();
   Status s = old_log->Sync();
@@ -245,39 +263,54 @@ Status DBImpl::FreezeMemtable() {
   if (!s.ok()) {
     // The old log may now end in a partial sync: its entries' durability is
     // unknown, so the failure is sticky (LevelDB's bg_error_).
-    if (bg_error_.ok()) bg_error_ = s.WithContext("syncing a frozen log");
-    Log(LogLevel::kError, "frozen log sync failed: " + s.ToString());
+    if (bg_error_.ok()) bg_error_ = s.WithContext("syncing a full log");
+    Log(LogLevel::kError, "log sync failed: " + s.ToString());
     return bg_error_;
   }
   ++stat_log_syncs_;
   log_ = std::make_unique<LogWriter>(std::move(*file));
   current_log_number_ = number;
-  imm_.push_back({mem_, number});
-  mem_ = std::make_shared<MemTable>();
-  bg_paused_ = false;
-  bg_cv_.Signal();
+  log_file_bytes_ = 0;
+  log_sizes_[number] = 0;
   return Status::OK();
 }
 
+void DBImpl::FreezeTablet(Tablet* t) {
+  if (t->mem->entries() == 0) return;
+  t->imm.push_back({t->mem, t->mem_first_log, ++freeze_order_});
+  t->mem = std::make_shared<MemTable>();
+  t->mem_first_log = kNoLog;
+  bg_paused_ = false;
+  bg_cv_.Signal();
+}
+
+uint64_t DBImpl::FrozenBytes() {
+  uint64_t bytes = 0;
+  std::set<const MemTable*> seen;
+  for (const auto& [id, t] : tablets_) {
+    for (const Immutable& i : t->imm) {
+      if (seen.insert(i.mem.get()).second) {
+        bytes += i.mem->ApproximateMemoryUsage();
+      }
+    }
+  }
+  return bytes;
+}
+
 Status DBImpl::MakeRoomForWrite() {
+  const uint64_t budget = std::max<uint64_t>(options_.memtable_bytes, 1);
   bool stalled = false;
   while (true) {
     if (!bg_error_.ok()) return bg_error_;
-    int l0 = static_cast<int>(version_->levels[0].size());
-    // An empty memtable is never full, however small memtable_bytes is: the
-    // write always fits after one freeze (no freeze loop on a huge write).
-    bool full = mem_->entries() > 0 &&
-                mem_->ApproximateMemoryUsage() >= options_.memtable_bytes;
-    if (!full && l0 < kL0StopWrites) return Status::OK();
-    if (l0 >= kL0StopWrites || static_cast<int>(imm_.size()) >=
-                                   std::max(1, options_.max_frozen_memtables)) {
+    if (max_l0_ >= kL0StopWrites ||
+        FrozenBytes() >=
+            static_cast<uint64_t>(std::max(1, options_.max_frozen_memtables)) *
+                budget) {
       // Flushes or compactions fell behind: wait rather than grow memory
       // or level 0 without bound.
       if (!stalled) ++stat_write_stalls_;
       stalled = true;
-      if (bg_paused_) {
-        bg_paused_ = false;
-      }
+      bg_paused_ = false;
       bg_cv_.Signal();
       Await(&done_cv_);
       if (bg_paused_) {
@@ -286,7 +319,44 @@ Status DBImpl::MakeRoomForWrite() {
       }
       continue;
     }
-    TABLETFS_RETURN_IF_ERROR(FreezeMemtable());
+    if (mem_added_ >= budget) {
+      // Count exactly; past the budget, freeze the largest memtable. An
+      // empty memtable is never frozen, so a huge write always fits after
+      // one freeze.
+      uint64_t active = 0, largest_bytes = 0;
+      Tablet* largest = nullptr;
+      for (const auto& [id, t] : tablets_) {
+        uint64_t bytes =
+            t->mem->entries() > 0 ? t->mem->ApproximateMemoryUsage() : 0;
+        active += bytes;
+        if (bytes > largest_bytes) {
+          largest_bytes = bytes;
+          largest = t.get();
+        }
+      }
+      mem_added_ = active;
+      if (active >= budget && largest != nullptr) {
+        FreezeTablet(largest);
+        mem_added_ -= largest_bytes;
+        continue;
+      }
+    }
+    if (log_file_bytes_ >= budget) {
+      TABLETFS_RETURN_IF_ERROR(SwitchLog());
+      // The logs kept for replay: past the bound, flush the tablets that
+      // hold the oldest one, so it can go.
+      uint64_t oldest = MinLiveLog();
+      uint64_t kept = 0;
+      for (const auto& [number, bytes] : log_sizes_) {
+        if (number >= oldest) kept += bytes;
+      }
+      if (kept > options_.max_log_bytes) {
+        for (const auto& [id, t] : tablets_) {
+          if (t->mem_first_log <= oldest) FreezeTablet(t.get());
+        }
+      }
+    }
+    return Status::OK();
   }
 }
 
@@ -296,15 +366,15 @@ Status DBImpl::SyncOrFlushRequest(bool flush_memtable) {
   MutexLock l(&mu_);
   writers_.push_back(&w);
   while (&w != writers_.front()) Await(&w.cv);
+  while (writers_quiesced_) Await(&fill_cv_);
   Status status = bg_error_;
-  std::shared_ptr<MemTable> target;
+  uint64_t target = 0;  // flush every memtable frozen up to this order
   if (status.ok() && flush_memtable) {
-    if (mem_->entries() > 0) {
-      status = FreezeMemtable();
-      if (status.ok()) target = imm_.back().mem;
-    } else if (!imm_.empty()) {
-      target = imm_.back().mem;
-    }
+    for (const auto& [id, t] : tablets_) FreezeTablet(t.get());
+    target = freeze_order_;
+    mem_added_ = 0;
+    // A fresh log, so once the flushes finish every older log can go.
+    if (log_file_bytes_ > 0) status = SwitchLog();
   } else if (status.ok()) {
     LogWriter* log = log_.get();
     mu_.Unlock();
@@ -318,12 +388,12 @@ Status DBImpl::SyncOrFlushRequest(bool flush_memtable) {
   }
   writers_.pop_front();
   if (!writers_.empty()) writers_.front()->cv.Signal();
-  if (target != nullptr) {
+  if (target != 0) {
     bg_paused_ = false;
     bg_cv_.Signal();
     auto pending = [&]() REQUIRES(mu_) {
-      for (const Immutable& imm : imm_) {
-        if (imm.mem == target) return true;
+      for (const auto& [id, t] : tablets_) {
+        if (!t->imm.empty() && t->imm.front().order <= target) return true;
       }
       return false;
     };
@@ -359,10 +429,21 @@ bool DBImpl::NeedsCompaction() {
   return PickCompaction(&c);
 }
 
+std::shared_ptr<Tablet> DBImpl::NextFlush() {
+  std::shared_ptr<Tablet> next;
+  for (const auto& [id, t] : tablets_) {
+    if (!t->imm.empty() &&
+        (next == nullptr || t->imm.front().order < next->imm.front().order)) {
+      next = t;
+    }
+  }
+  return next;
+}
+
 bool DBImpl::HasBackgroundWork() {
   if (!bg_error_.ok() || bg_paused_) return false;
-  return !imm_.empty() || manual_requested_ > manual_completed_ ||
-         NeedsCompaction();
+  return NextFlush() != nullptr || manual_requested_ > manual_completed_ ||
+         NeedsTabletChange() || NeedsCompaction();
 }
 
 void DBImpl::BackgroundLoop() {
@@ -372,15 +453,26 @@ void DBImpl::BackgroundLoop() {
     if (shutting_down_) break;
     bg_busy_ = true;
     Status s;
-    if (!imm_.empty()) {
-      s = FlushImmutable();
+    bool changed = false;
+    if (std::shared_ptr<Tablet> t = NextFlush()) {
+      s = FlushImmutable(std::move(t));
     } else if (manual_requested_ > manual_completed_) {
-      uint64_t ticket = manual_requested_;
+      // One tablet per step, so flushes are not held up behind a long
+      // manual compaction.
+      if (manual_queue_.empty()) {
+        manual_ticket_ = manual_requested_;
+        for (const auto& [id, t] : tablets_) manual_queue_.push_back(id);
+      }
+      uint32_t id = manual_queue_.front();
       Compaction c;
-      PickManualCompaction(&c);
+      auto t = tablets_.find(id);
+      if (t != tablets_.end()) PickTabletCompaction(t->second, true, &c);
       if (!c.inputs[0].empty()) s = RunCompaction(c);
-      if (s.ok()) manual_completed_ = ticket;
-    } else {
+      if (s.ok()) {
+        manual_queue_.pop_front();
+        if (manual_queue_.empty()) manual_completed_ = manual_ticket_;
+      }
+    } else if (s = MaybeChangeTablets(&changed); s.ok() && !changed) {
       Compaction c;
       if (PickCompaction(&c)) s = RunCompaction(c);
     }
@@ -435,7 +527,7 @@ Status DBImpl::WriteTables(
     Iterator* iter,
     const std::map<uint32_t, std::shared_ptr<const TableState>>& tables,
     CompactionFilter* filter, int level, bool move_large_values,
-    std::vector<FileMeta>* outputs) {
+    uint32_t tablet_id, std::vector<FileMeta>* outputs) {
   TableOptions to = MakeTableOptions();
   // Per block, the compression of the family its first key belongs to.
   to.compression = [&tables](std::string_view first_key) {
@@ -484,11 +576,13 @@ Status DBImpl::WriteTables(
       s = Status::Corruption("malformed internal key during flush/compaction");
       break;
     }
+    // The same entry twice (a log replayed into a tablet that had already
+    // flushed it, after a merge: store/doc/tablets.md) is written once.
+    if (builder != nullptr && key == builder->largest_key()) continue;
     if (filter != nullptr && !filter->Keep(p)) continue;
     if (builder != nullptr &&
-        (p.table_id != meta.tablet_id ||
-         (builder->FileSize() >= options_.target_file_bytes &&
-          p.row_prefix != last_row))) {
+        builder->FileSize() >= options_.target_file_bytes &&
+        p.row_prefix != last_row) {
       s = finish_file();
       if (!s.ok()) break;
     }
@@ -496,7 +590,7 @@ Status DBImpl::WriteTables(
       meta = FileMeta();
       meta.number = NewFileNumber();
       meta.level = level;
-      meta.tablet_id = p.table_id;
+      meta.tablet_id = tablet_id;
       std::string path = TableFileName(dir_, meta.number);
       Result<std::unique_ptr<WritableFile>> f = env_->NewWritableFile(path);
       if (!f.ok()) {
@@ -574,17 +668,30 @@ Status DBImpl::WriteTables(
   return Status::OK();
 }
 
-Status DBImpl::FlushImmutable() {
-  Immutable imm = imm_.front();
+Status DBImpl::FlushImmutable(std::shared_ptr<Tablet> t) {
+  Immutable imm = t->imm.front();
   auto tables = TablesById();
+  // After this flush the tablet's oldest unflushed entry is in its next
+  // frozen memtable or its active one (or, with none, in a later log).
+  uint64_t after = t->mem_first_log;
+  for (size_t i = 1; i < t->imm.size(); ++i) {
+    after = std::min(after, t->imm[i].first_log);
+  }
+  if (after == kNoLog) after = current_log_number_;
   VersionEdit edit;
-  edit.log_number = imm.next_log_number;
+  edit.tablet_logs.emplace_back(t->id, after);
+  edit.log_number = MinLiveLog(t.get(), after);
   edit.last_sequence = last_seq_;
   edit.last_timestamp = last_ts_;
+  std::string lo = t->lo, hi = t->hi;
+  uint32_t id = t->id;
   mu_.Unlock();
-  auto iter = MemTable::NewIterator(imm.mem);
+  // A frozen memtable shared with a sibling (after a split) is written
+  // only for this tablet's rows.
+  auto iter = NewSegmentIterator(
+      {{lo, hi, [mem = imm.mem] { return MemTable::NewIterator(mem); }}});
   Status s = WriteTables(iter.get(), tables, nullptr, 0,
-                         /*move_large_values=*/true, &edit.added_files);
+                         /*move_large_values=*/true, id, &edit.added_files);
   if (s.ok()) {
     MutexLock sl(&schema_mu_);
     s = LogEdit(edit);
@@ -597,12 +704,11 @@ Status DBImpl::FlushImmutable() {
     return s.WithContext("flush");
   }
   s = ApplyEdit(edit);
-  imm_.pop_front();
+  std::erase_if(t->imm, [&](const Immutable& i) { return i.mem == imm.mem; });
   ++stat_flushes_;
-  Log(LogLevel::kInfo,
-      "flushed memtable (" + std::to_string(imm.mem->entries()) +
-          " entries) into " + std::to_string(edit.added_files.size()) +
-          " level-0 files");
+  Log(LogLevel::kDebug, "flushed a memtable of tablet " + std::to_string(id) +
+                            " into " + std::to_string(edit.added_files.size()) +
+                            " level-0 files");
   return s;
 }
 
@@ -632,25 +738,47 @@ void RowRange(const std::vector<std::shared_ptr<const FileMeta>>& files,
 }  // namespace
 
 bool DBImpl::PickCompaction(Compaction* c) {
-  const Version& v = *version_;
+  // The tablet and level with the highest score (LevelDB's, per tablet):
+  // a hot tablet compacts without rewriting the rest of the table.
   double best = 0;
   int best_level = -1;
-  double l0 = static_cast<double>(v.levels[0].size()) / kL0CompactionTrigger;
-  if (l0 >= 1) {
-    best = l0;
-    best_level = 0;
-  }
-  for (int level = 1; level < Version::kNumLevels - 1; ++level) {
-    uint64_t bytes = 0;
-    for (const auto& f : v.levels[level]) bytes += f->size;
-    double score = static_cast<double>(bytes) /
-                   static_cast<double>(MaxBytesForLevel(options_, level));
-    if (score >= 1 && score > best) {
-      best = score;
-      best_level = level;
+  std::shared_ptr<Tablet> best_tablet;
+  for (const auto& [id, t] : tablets_) {
+    const Version& v = *t->version;
+    if (t->foreign_files) {
+      // Rewrite what a split left shared before anything else of it.
+      if (best < 1.5) {
+        best = 1.5;
+        best_level = -2;
+        best_tablet = t;
+      }
+      continue;
+    }
+    double l0 = static_cast<double>(v.levels[0].size()) / kL0CompactionTrigger;
+    if (l0 >= 1 && l0 > best) {
+      best = l0;
+      best_level = 0;
+      best_tablet = t;
+    }
+    for (int level = 1; level < Version::kNumLevels - 1; ++level) {
+      uint64_t bytes = 0;
+      for (const auto& f : v.levels[level]) bytes += f->size;
+      double score = static_cast<double>(bytes) /
+                     static_cast<double>(MaxBytesForLevel(options_, level));
+      if (score >= 1 && score > best) {
+        best = score;
+        best_level = level;
+        best_tablet = t;
+      }
     }
   }
-  if (best_level < 0) return false;
+  if (best_tablet == nullptr) return false;
+  if (best_level == -2) {
+    PickTabletCompaction(best_tablet, false, c);
+    return true;
+  }
+  const Version& v = *best_tablet->version;
+  c->tablet = best_tablet;
   c->level = best_level;
   c->output_level = best_level + 1;
   if (best_level == 0) {
@@ -661,7 +789,7 @@ bool DBImpl::PickCompaction(Compaction* c) {
     const auto& files = v.levels[best_level];
     std::shared_ptr<const FileMeta> pick = files.front();
     for (const auto& f : files) {
-      if (f->largest > compact_pointer_[best_level]) {
+      if (f->largest > best_tablet->compact_pointer[best_level]) {
         pick = f;
         break;
       }
@@ -688,13 +816,17 @@ bool DBImpl::PickCompaction(Compaction* c) {
   return true;
 }
 
-void DBImpl::PickManualCompaction(Compaction* c) {
-  const Version& v = *version_;
+void DBImpl::PickTabletCompaction(std::shared_ptr<Tablet> t, bool manual,
+                                  Compaction* c) {
+  // Every file of the tablet into its deepest level: what a manual
+  // compaction does, and what rewrites files shared after a split.
+  const Version& v = *t->version;
   int deepest = 1;
   for (int level = 1; level < Version::kNumLevels; ++level) {
     if (!v.levels[level].empty()) deepest = level;
   }
-  c->manual = true;
+  c->tablet = std::move(t);
+  c->manual = manual;
   c->level = 0;
   c->output_level = deepest;
   c->bottom = true;
@@ -710,31 +842,37 @@ Status DBImpl::RunCompaction(const Compaction& c) {
   VersionEdit edit;
   for (int which = 0; which < 2; ++which) {
     for (const auto& f : c.inputs[which]) {
-      edit.deleted_files.push_back({f->level, f->number});
+      edit.deleted_files.push_back({f->level, f->number, c.tablet->id});
     }
   }
+  std::string lo = c.tablet->lo, hi = c.tablet->hi;
   mu_.Unlock();
-  std::vector<std::unique_ptr<Iterator>> children;
-  Status s;
+  std::vector<std::shared_ptr<const FileMeta>> inputs;
   uint64_t input_bytes = 0;
-  for (int which = 0; which < 2 && s.ok(); ++which) {
+  for (int which = 0; which < 2; ++which) {
     for (const auto& f : c.inputs[which]) {
       input_bytes += f->size;
-      Result<std::shared_ptr<Table>> t = table_cache_->Get(f->number, f->size);
-      if (!t.ok()) {
-        s = t.status();
-        break;
-      }
-      children.push_back((*t)->NewIterator(/*fill_cache=*/false));
+      inputs.push_back(f);
     }
   }
+  // Only the tablet's rows: files shared with a sibling after a split hold
+  // rows of both.
+  auto clipped = NewSegmentIterator(
+      {{lo, hi, [this, inputs] {
+          std::vector<std::unique_ptr<Iterator>> children;
+          for (const auto& f : inputs) {
+            auto t = table_cache_->Get(f->number, f->size);
+            children.push_back(t.ok() ? (*t)->NewIterator(
+                                            /*fill_cache=*/false)
+                                      : NewEmptyIterator(t.status()));
+          }
+          return NewMergingIterator(std::move(children));
+        }}});
   CompactionFilter filter(tables, c.bottom, view, epoch_view,
                           env_->NowMicros());
-  if (s.ok()) {
-    auto merged = NewMergingIterator(std::move(children));
-    s = WriteTables(merged.get(), tables, &filter, c.output_level,
-                    /*move_large_values=*/false, &edit.added_files);
-  }
+  Status s =
+      WriteTables(clipped.get(), tables, &filter, c.output_level,
+                  /*move_large_values=*/false, c.tablet->id, &edit.added_files);
   if (s.ok()) {
     MutexLock sl(&schema_mu_);
     s = LogEdit(edit);
@@ -749,7 +887,7 @@ Status DBImpl::RunCompaction(const Compaction& c) {
   // Advanced only when the compaction ran: PickCompaction is also asked
   // whether work is pending.
   if (!c.manual && c.level >= 1) {
-    compact_pointer_[c.level] = c.inputs[0].front()->largest;
+    c.tablet->compact_pointer[c.level] = c.inputs[0].front()->largest;
   }
   uint64_t output_bytes = 0;
   for (const FileMeta& f : edit.added_files) output_bytes += f.size;
@@ -767,60 +905,6 @@ Status DBImpl::RunCompaction(const Compaction& c) {
 // ---------------------------------------------------------------------------
 // Reads from files
 // ---------------------------------------------------------------------------
-
-void DBImpl::AddFileIterators(
-    const ReadState& state, std::string_view row_prefix,
-    const std::vector<std::string>& bloom_keys,
-    std::vector<std::unique_ptr<Iterator>>* children) {
-  for (int level = 0; level < Version::kNumLevels; ++level) {
-    std::vector<std::shared_ptr<const FileMeta>> files;
-    for (const auto& f : state.version->levels[level]) {
-      if (f->tablet_id != state.table->id) continue;
-      if (!row_prefix.empty() && (row_prefix < RowPrefixOf(f->smallest) ||
-                                  row_prefix > RowPrefixOf(f->largest))) {
-        continue;
-      }
-      Result<std::shared_ptr<Table>> t = table_cache_->Get(f->number, f->size);
-      if (!t.ok()) {
-        children->push_back(NewEmptyIterator(t.status()));
-        continue;
-      }
-      bool may_contain = bloom_keys.empty();
-      for (const std::string& k : bloom_keys) {
-        if ((*t)->MayContain(k)) {
-          may_contain = true;
-          break;
-        }
-      }
-      if (!may_contain) {
-        stat_bloom_useful_.fetch_add(1, std::memory_order_relaxed);
-        continue;
-      }
-      if (level == 0) {
-        children->push_back((*t)->NewIterator());
-      } else {
-        files.push_back(f);
-      }
-    }
-    if (files.size() == 1) {
-      Result<std::shared_ptr<Table>> t =
-          table_cache_->Get(files[0]->number, files[0]->size);
-      children->push_back(t.ok() ? (*t)->NewIterator()
-                                 : NewEmptyIterator(t.status()));
-    } else if (!files.empty()) {
-      // Disjoint files of one level: one child that opens a file at a time,
-      // so a seek touches one file of the level, not all of them.
-      children->push_back(NewLevelIterator(
-          std::move(files),
-          [this](const FileMeta& f) -> std::unique_ptr<Iterator> {
-            Result<std::shared_ptr<Table>> t =
-                table_cache_->Get(f.number, f.size);
-            if (!t.ok()) return NewEmptyIterator(t.status());
-            return (*t)->NewIterator();
-          }));
-    }
-  }
-}
 
 uint64_t DBImpl::ValueRefSize(std::string_view ref) {
   Result<ValueRef> r = ValueRef::DecodeFrom(ref);
@@ -873,7 +957,8 @@ Status DBImpl::CompactAll() {
 Status DBImpl::WaitForIdle() {
   MutexLock l(&mu_);
   while (bg_error_.ok() && !bg_paused_ &&
-         (bg_busy_ || !imm_.empty() || manual_requested_ > manual_completed_ ||
+         (bg_busy_ || NextFlush() != nullptr ||
+          manual_requested_ > manual_completed_ || NeedsTabletChange() ||
           NeedsCompaction())) {
     bg_cv_.Signal();
     Await(&done_cv_);
@@ -882,19 +967,21 @@ Status DBImpl::WaitForIdle() {
 }
 
 Status DBImpl::Verify() {
-  std::shared_ptr<const Version> v;
+  std::map<uint64_t, std::shared_ptr<const FileMeta>> files;
   {
     MutexLock l(&mu_);
-    v = version_;
+    for (const auto& [id, t] : tablets_) {
+      for (const auto& level : t->version->levels) {
+        for (const auto& f : level) files[f->number] = f;
+      }
+    }
   }
   std::set<uint64_t> value_files;
-  for (const auto& level : v->levels) {
-    for (const auto& f : level) {
-      Result<std::shared_ptr<Table>> t = table_cache_->Get(f->number, f->size);
-      if (!t.ok()) return t.status();
-      TABLETFS_RETURN_IF_ERROR((*t)->VerifyChecksums());
-      value_files.insert(f->value_files.begin(), f->value_files.end());
-    }
+  for (const auto& [number, f] : files) {
+    Result<std::shared_ptr<Table>> t = table_cache_->Get(f->number, f->size);
+    if (!t.ok()) return t.status();
+    TABLETFS_RETURN_IF_ERROR((*t)->VerifyChecksums());
+    value_files.insert(f->value_files.begin(), f->value_files.end());
   }
   for (uint64_t vf : value_files) {
     TABLETFS_RETURN_IF_ERROR(VerifyValueFile(env_, FileName(vf, ".vlf")));
@@ -942,20 +1029,31 @@ DbStats DBImpl::GetStats() {
     for (const auto& [n, size] : value_file_sizes_) s.value_file_bytes += size;
   }
   MutexLock l(&mu_);
-  s.memtable_bytes = mem_->ApproximateMemoryUsage();
-  for (const Immutable& imm : imm_) {
-    s.memtable_bytes += imm.mem->ApproximateMemoryUsage();
-  }
-  s.frozen_memtables = imm_.size();
+  std::set<const MemTable*> frozen;
+  std::set<uint64_t> files;  // shared files once
   for (int level = 0; level < Version::kNumLevels; ++level) {
-    LevelStats ls;
-    ls.level = level;
-    for (const auto& f : version_->levels[level]) {
-      ++ls.files;
-      ls.bytes += f->size;
-    }
-    s.levels.push_back(ls);
+    s.levels.push_back({level, 0, 0});
   }
+  for (const auto& [id, t] : tablets_) {
+    s.memtable_bytes += t->mem->ApproximateMemoryUsage();
+    for (const Immutable& imm : t->imm) {
+      if (frozen.insert(imm.mem.get()).second) {
+        s.memtable_bytes += imm.mem->ApproximateMemoryUsage();
+      }
+    }
+    for (int level = 0; level < Version::kNumLevels; ++level) {
+      for (const auto& f : t->version->levels[level]) {
+        if (!files.insert(f->number).second) continue;
+        ++s.levels[level].files;
+        s.levels[level].bytes += f->size;
+      }
+    }
+  }
+  s.frozen_memtables = frozen.size();
+  s.tablets = tablets_.size();
+  s.tablet_splits = stat_splits_;
+  s.tablet_merges = stat_merges_;
+  s.tablet_max_pause_micros = stat_max_pause_micros_;
   s.log_bytes = log_file_bytes_;
   s.flushes = stat_flushes_;
   s.compactions = stat_compactions_;

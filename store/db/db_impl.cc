@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "store/db/level_iterator.h"
 #include "store/db/merger.h"
 #include "store/util/coding.h"
 #include "store/util/hash.h"
@@ -113,9 +114,6 @@ DBImpl::DBImpl(const Options& options, std::string dir)
   block_cache_ = std::make_unique<BlockCache>(options_.block_cache_bytes);
   table_cache_ = std::make_unique<TableCache>(
       env_, dir_, MakeTableOptions(), std::max(1, options_.max_open_tables));
-  MutexLock l(&mu_);
-  mem_ = std::make_shared<MemTable>();
-  version_ = std::make_shared<Version>();
 }
 
 DBImpl::~DBImpl() {
@@ -222,15 +220,17 @@ Status DBImpl::CheckLiveFilesExist(const std::string& manifest) {
   // A missing file is damage that reads would otherwise report later as
   // NotFound, one key at a time; name it now.
   std::set<uint64_t> value_files;
-  for (const auto& level : version_->levels) {
-    for (const auto& f : level) {
-      std::string path = TableFileName(dir_, f->number);
-      if (!env_->FileExists(path)) {
-        return Status::Corruption(
-            "SSTable named by the manifest is missing (" + manifest + ")",
-            path);
+  for (const auto& [id, t] : tablets_) {
+    for (const auto& level : t->version->levels) {
+      for (const auto& f : level) {
+        std::string path = TableFileName(dir_, f->number);
+        if (!env_->FileExists(path)) {
+          return Status::Corruption(
+              "SSTable named by the manifest is missing (" + manifest + ")",
+              path);
+        }
+        value_files.insert(f->value_files.begin(), f->value_files.end());
       }
-      value_files.insert(f->value_files.begin(), f->value_files.end());
     }
   }
   for (uint64_t vf : value_files) {
@@ -266,10 +266,17 @@ Status DBImpl::ApplyEdit(const VersionEdit& edit) {
     state->name = t.name;
     tables_[t.name] = std::move(state);
     next_schema_id_ = std::max(next_schema_id_, t.id + 1);
+    // A new table has one tablet, numbered like the table.
+    AddTablet(NewTablet(t.id, t.id, "", ""));
   }
   for (uint32_t id : edit.dropped_tables) {
     auto it = find_by_id(id);
     if (it != tables_.end()) tables_.erase(it);
+    auto tablets = table_tablets_.find(id);
+    if (tablets != table_tablets_.end()) {
+      for (const auto& t : tablets->second) tablets_.erase(t->id);
+      table_tablets_.erase(tablets);
+    }
   }
   for (const auto& [created, f] : edit.families) {
     auto it = find_by_id(f.table_id);
@@ -306,30 +313,7 @@ Status DBImpl::ApplyEdit(const VersionEdit& edit) {
     });
     it->second = std::move(copy);
   }
-  if (!edit.added_files.empty() || !edit.deleted_files.empty()) {
-    auto v = std::make_shared<Version>(*version_);
-    for (const auto& d : edit.deleted_files) {
-      // DecodeFrom checks levels; this guards edits built in memory too.
-      if (d.level < 0 || d.level >= Version::kNumLevels) {
-        return Status::Corruption("manifest: bad level " +
-                                  std::to_string(d.level));
-      }
-      auto& files = v->levels[d.level];
-      std::erase_if(files, [&](const std::shared_ptr<const FileMeta>& f) {
-        return f->number == d.number;
-      });
-    }
-    for (const FileMeta& f : edit.added_files) {
-      if (f.level < 0 || f.level >= Version::kNumLevels) {
-        return Status::Corruption("manifest: bad level " +
-                                  std::to_string(f.level));
-      }
-      v->levels[f.level].push_back(MakeLiveFile(f));
-    }
-    SortLevels(v.get());
-    version_ = std::move(v);
-  }
-  return Status::OK();
+  return ApplyTabletEdits(edit);
 }
 
 void DBImpl::SortLevels(Version* v) {
@@ -373,9 +357,17 @@ VersionEdit DBImpl::SnapshotEdit() {
       }
     }
   }
-  for (int level = 0; level < Version::kNumLevels; ++level) {
-    for (const auto& f : version_->levels[level])
-      edit.added_files.push_back(*f);
+  for (const auto& [table_id, tablets] : table_tablets_) {
+    for (const auto& t : tablets) {
+      edit.tablets.push_back(
+          {table_id, t->id, t->start_row, t->end_row, t->log_number});
+      for (const auto& level : t->version->levels) {
+        for (const auto& f : level) {
+          edit.added_files.push_back(*f);
+          edit.added_files.back().tablet_id = t->id;
+        }
+      }
+    }
   }
   return edit;
 }
@@ -481,7 +473,7 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
     Status s;
     uint64_t records = 0;
     while (reader.ReadRecord(&record, &s)) {
-      TABLETFS_RETURN_IF_ERROR(ReplayLogRecord(record, path));
+      TABLETFS_RETURN_IF_ERROR(ReplayLogRecord(record, path, number));
       ++records;
     }
     TABLETFS_RETURN_IF_ERROR(s);
@@ -503,7 +495,7 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
 // complement), then entries: length-prefixed internal key, length-prefixed
 // value. See store/doc/key_format.md.
 Status DBImpl::ReplayLogRecord(std::string_view record,
-                               const std::string& where) {
+                               const std::string& where, uint64_t log_number) {
   std::string_view in = record;
   uint64_t seq = 0, ts = 0;
   if (!GetVarint64(&in, &seq) || !GetVarint64(&in, &ts)) {
@@ -516,7 +508,13 @@ Status DBImpl::ReplayLogRecord(std::string_view record,
         !ParseInternalKey(key, &parsed)) {
       return Status::Corruption("log record: bad entry", where);
     }
-    mem_->Add(key, value);
+    // Into the tablet that holds the row now; not when that tablet's
+    // entries from this log are already in its SSTables, nor for a table
+    // dropped since.
+    Tablet* t = FindTablet(parsed.table_id, key);
+    if (t == nullptr || log_number < t->log_number) continue;
+    t->mem->Add(key, value);
+    if (t->mem_first_log == kNoLog) t->mem_first_log = log_number;
   }
   last_seq_ = std::max(last_seq_, seq);
   last_ts_ = std::max(last_ts_, static_cast<int64_t>(ts));
@@ -745,9 +743,11 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
     return w.timestamp;
   }
 
-  // This writer leads a group.
+  // This writer leads a group. A split or merge in progress goes first.
+  while (writers_quiesced_) Await(&fill_cv_);
   Status status = bg_error_;
   if (status.ok()) status = MakeRoomForWrite();
+  while (writers_quiesced_) Await(&fill_cv_);
   std::vector<Writer*> group;
   size_t group_bytes = 0;
   for (Writer* x : writers_) {
@@ -764,8 +764,12 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
   struct Entry {
     std::string key;
     std::string_view value;
+    MemTable* mem = nullptr;
   };
   std::vector<Entry> entries;
+  // Keeps the memtables filled alive even if their table is dropped
+  // meanwhile.
+  std::vector<std::shared_ptr<MemTable>> mems;
   uint64_t seq = last_seq_;
   int64_t ts = last_ts_;
   bool sync = false;
@@ -786,6 +790,13 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
       x->timestamp = ts;
       sync = sync || x->sync;
       const std::string& row = x->mutation->row();
+      Tablet* tablet = FindTablet(t.id, RowPrefix(t.id, row));
+      if (tablet->mem_first_log == kNoLog) {
+        tablet->mem_first_log = current_log_number_;
+      }
+      MemTable* mem = tablet->mem.get();
+      if (mems.empty() || mems.back().get() != mem) mems.push_back(tablet->mem);
+      size_t first_entry = entries.size();
       for (const RowMutation::Op& op : x->mutation->ops()) {
         ++seq;
         uint32_t fid = 0;
@@ -816,6 +827,9 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
             break;
         }
       }
+      for (size_t i = first_entry; i < entries.size(); ++i) {
+        entries[i].mem = mem;
+      }
     }
     // Timestamps are consumed even when the log write fails below, so a
     // timestamp is never handed out twice.
@@ -829,22 +843,27 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
       PutLengthPrefixed(&record, e.key);
       PutLengthPrefixed(&record, e.value);
     }
-    std::shared_ptr<MemTable> mem = mem_;
     uint64_t user_bytes = group_bytes;
+    leader_filling_ = true;
     mu_.Unlock();
-    // Only the leader touches log_ and inserts into mem: no lock needed.
+    // Only the leader touches log_ and inserts into memtables (tablets do
+    // not change meanwhile: QuiesceWriters waits for leader_filling_).
     status = log_->AddRecord(record);
     if (status.ok()) status = sync ? log_->Sync() : log_->Flush();
     if (status.ok()) {
-      for (const Entry& e : entries) mem->Add(e.key, e.value);
+      for (const Entry& e : entries) e.mem->Add(e.key, e.value);
     }
     mu_.Lock();
+    leader_filling_ = false;
+    if (writers_quiesced_) fill_cv_.SignalAll();
     if (status.ok()) {
       last_seq_ = seq;
+      mem_added_ += record.size();
       stat_bytes_user_ += user_bytes;
       stat_bytes_disk_ += record.size();
       if (sync) ++stat_log_syncs_;
       log_file_bytes_ = log_->size();
+      log_sizes_[current_log_number_] = log_file_bytes_;
     } else if (status.IsNoSpace()) {
       // The numbers are burnt, never reused: the record may have reached
       // the old log whole (then it replays after a crash, like any write
@@ -980,7 +999,10 @@ Result<bool> DBImpl::CheckAndMutate(std::string_view table,
 // ---------------------------------------------------------------------------
 
 Result<DBImpl::ReadState> DBImpl::PinReadState(std::string_view table,
-                                               const ReadOptions& options) {
+                                               const ReadOptions& options,
+                                               std::string_view first_row,
+                                               std::string_view end_row,
+                                               bool one_row) {
   ReadState state;
   const SnapshotImpl* snap = nullptr;
   if (options.snapshot != nullptr) {
@@ -993,25 +1015,73 @@ Result<DBImpl::ReadState> DBImpl::PinReadState(std::string_view table,
   auto it = tables_.find(table);
   if (it == tables_.end()) return Status::NotFound("no such table", table);
   state.table = it->second;
-  state.mems.push_back(mem_);
-  for (auto imm = imm_.rbegin(); imm != imm_.rend(); ++imm) {
-    state.mems.push_back(imm->mem);
+  uint32_t id = state.table->id;
+  std::string lo =
+      first_row.empty() ? TableLowKey(id) : RowPrefix(id, first_row);
+  std::string hi = end_row.empty() ? TableHighKey(id) : RowPrefix(id, end_row);
+  auto pin = [&state](const Tablet& t) {
+    TabletView& v = state.tablets.emplace_back();
+    v.lo = t.lo;
+    v.hi = t.hi;
+    v.mems.reserve(t.imm.size() + 1);
+    v.mems.push_back(t.mem);
+    for (auto imm = t.imm.rbegin(); imm != t.imm.rend(); ++imm) {
+      v.mems.push_back(imm->mem);
+    }
+    v.version = t.version;
+  };
+  if (one_row) {
+    pin(*FindTablet(id, lo));
+  } else {
+    for (const auto& t : table_tablets_[id]) {
+      if (t->lo < hi && lo < t->hi) pin(*t);
+    }
   }
-  state.version = version_;
   state.view_seq = snap != nullptr ? snap->seq() : last_seq_;
   state.epoch_view = snap != nullptr ? snap->seq() : kMaxSequence;
   return state;
 }
 
-std::unique_ptr<CellCursor> DBImpl::NewCursor(
-    const ReadState& state, const ReadOptions& options, std::string start_row,
-    std::string end_row, std::string prefix,
-    std::vector<std::string> bloom_keys) {
+std::unique_ptr<Iterator> DBImpl::NewTabletIterator(const TabletView& view) {
   std::vector<std::unique_ptr<Iterator>> children;
-  for (const auto& m : state.mems) children.push_back(MemTable::NewIterator(m));
-  std::string row_prefix;
-  if (!bloom_keys.empty()) row_prefix = RowPrefix(state.table->id, start_row);
-  AddFileIterators(state, row_prefix, bloom_keys, &children);
+  for (const auto& m : view.mems) children.push_back(MemTable::NewIterator(m));
+  for (int level = 0; level < Version::kNumLevels; ++level) {
+    const auto& files = view.version->levels[level];
+    if (files.empty()) continue;
+    if (level == 0 || files.size() == 1) {
+      for (const auto& f : files) {
+        Result<std::shared_ptr<Table>> t =
+            table_cache_->Get(f->number, f->size);
+        children.push_back(t.ok() ? (*t)->NewIterator()
+                                  : NewEmptyIterator(t.status()));
+      }
+    } else {
+      // Disjoint files of one level: one child that opens a file at a
+      // time, so a seek touches one file of the level, not all of them.
+      children.push_back(NewLevelIterator(
+          files, [this](const FileMeta& f) -> std::unique_ptr<Iterator> {
+            Result<std::shared_ptr<Table>> t =
+                table_cache_->Get(f.number, f.size);
+            if (!t.ok()) return NewEmptyIterator(t.status());
+            return (*t)->NewIterator();
+          }));
+    }
+  }
+  return NewMergingIterator(std::move(children));
+}
+
+std::unique_ptr<CellCursor> DBImpl::NewCursor(const ReadState& state,
+                                              const ReadOptions& options,
+                                              std::string start_row,
+                                              std::string end_row,
+                                              std::string prefix) {
+  // Tablets in row order, each clipped to its range: the scan crosses
+  // their boundaries in order and opens a tablet only when it gets there.
+  std::vector<IteratorSegment> segments;
+  for (const TabletView& view : state.tablets) {
+    segments.push_back(
+        {view.lo, view.hi, [this, view] { return NewTabletIterator(view); }});
+  }
   CursorOptions co;
   co.view_seq = state.view_seq;
   co.epoch_view_seq = state.epoch_view;
@@ -1023,7 +1093,7 @@ std::unique_ptr<CellCursor> DBImpl::NewCursor(
   co.start_row = std::move(start_row);
   co.end_row = std::move(end_row);
   co.prefix = std::move(prefix);
-  return std::make_unique<CellCursor>(NewMergingIterator(std::move(children)),
+  return std::make_unique<CellCursor>(NewSegmentIterator(std::move(segments)),
                                       state.table, std::move(co));
 }
 
@@ -1043,7 +1113,7 @@ std::string_view RowPrefixView(std::string_view key) {
 // empty, one of them. The row prefix goes first: every key adds it, so one
 // probe rules out a file that holds nothing of the row.
 void AddPointFileIterators(TableCache* cache, const Version& version,
-                           uint32_t table_id, std::string_view row_prefix,
+                           std::string_view row_prefix,
                            const std::vector<std::string>& cell_keys,
                            std::atomic<uint64_t>* bloom_useful,
                            std::vector<std::unique_ptr<Iterator>>* children) {
@@ -1071,7 +1141,7 @@ void AddPointFileIterators(TableCache* cache, const Version& version,
     children->push_back(table.NewIterator());
   };
   for (const auto& f : version.levels[0]) {
-    if (f->tablet_id != table_id || row_prefix < RowPrefixView(f->smallest) ||
+    if (row_prefix < RowPrefixView(f->smallest) ||
         row_prefix > RowPrefixView(f->largest)) {
       continue;
     }
@@ -1086,7 +1156,7 @@ void AddPointFileIterators(TableCache* cache, const Version& version,
         });
     if (it == files.end()) continue;
     const FileMeta& f = **it;
-    if (f.tablet_id != table_id || row_prefix < RowPrefixView(f.smallest)) {
+    if (row_prefix < RowPrefixView(f.smallest)) {
       continue;
     }
     add(f);
@@ -1099,11 +1169,13 @@ std::unique_ptr<CellCursor> DBImpl::NewPointCursor(
     const ReadState& state, const ReadOptions& options, std::string_view row,
     std::string_view row_prefix, const std::vector<std::string>& cell_keys,
     std::string stop_key, bool use_filter) {
+  // The row lies in one tablet (PinReadState with one_row).
+  const TabletView& view = state.tablets.front();
   std::vector<std::unique_ptr<Iterator>> children;
-  children.reserve(state.mems.size() + 4);
-  for (const auto& m : state.mems) children.push_back(MemTable::NewIterator(m));
-  AddPointFileIterators(table_cache_.get(), *state.version, state.table->id,
-                        row_prefix, cell_keys, &stat_bloom_useful_, &children);
+  children.reserve(view.mems.size() + 4);
+  for (const auto& m : view.mems) children.push_back(MemTable::NewIterator(m));
+  AddPointFileIterators(table_cache_.get(), *view.version, row_prefix,
+                        cell_keys, &stat_bloom_useful_, &children);
   CursorOptions co;
   co.view_seq = state.view_seq;
   co.epoch_view_seq = state.epoch_view;
@@ -1126,7 +1198,8 @@ std::unique_ptr<CellCursor> DBImpl::NewPointCursor(
 Result<Row> DBImpl::ReadRow(std::string_view table, std::string_view row,
                             const ReadOptions& options) {
   TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
-  TABLETFS_ASSIGN_OR_RETURN(ReadState state, PinReadState(table, options));
+  TABLETFS_ASSIGN_OR_RETURN(ReadState state,
+                            PinReadState(table, options, row, {}, true));
   std::string row_prefix = RowPrefix(state.table->id, row);
   std::string stop = row_prefix;
   stop.push_back('\x03');  // after every key of the row
@@ -1153,7 +1226,8 @@ Result<std::vector<Cell>> DBImpl::ReadCell(std::string_view table,
                                            std::string_view qualifier,
                                            const ReadOptions& options) {
   TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
-  TABLETFS_ASSIGN_OR_RETURN(ReadState state, PinReadState(table, options));
+  TABLETFS_ASSIGN_OR_RETURN(ReadState state,
+                            PinReadState(table, options, row, {}, true));
   const FamilyState* fs = state.table->FindFamily(family);
   if (fs == nullptr) {
     return Status::NotFound("no such family",
@@ -1193,9 +1267,14 @@ Result<std::vector<Cell>> DBImpl::ReadCell(std::string_view table,
 
 Result<std::unique_ptr<Scanner>> DBImpl::NewScanner(
     std::string_view table, const ScanOptions& options) {
-  TABLETFS_ASSIGN_OR_RETURN(ReadState state, PinReadState(table, options.read));
+  // Rows with the prefix sort at or after it.
+  std::string_view first_row = options.start_row;
+  if (options.prefix > first_row) first_row = options.prefix;
+  TABLETFS_ASSIGN_OR_RETURN(
+      ReadState state,
+      PinReadState(table, options.read, first_row, options.end_row, false));
   auto cursor = NewCursor(state, options.read, options.start_row,
-                          options.end_row, options.prefix, {});
+                          options.end_row, options.prefix);
   cursor->SeekToFirst();
   return std::unique_ptr<Scanner>(
       std::make_unique<ScannerImpl>(this, std::move(state), std::move(cursor)));

@@ -32,6 +32,7 @@
 #include "store/db/cell_cursor.h"
 #include "store/db/memtable.h"
 #include "store/db/schema_state.h"
+#include "store/db/tablet.h"
 #include "store/db/version_edit.h"
 #include "store/env.h"
 #include "store/table/block_cache.h"
@@ -45,15 +46,6 @@ namespace tabletfs {
 
 class CompactionFilter;
 class ValueFileReader;
-
-// The set of live SSTables, per level. Immutable once built; shared by
-// readers, scanners and compactions that use it.
-struct Version {
-  static constexpr int kNumLevels = tabletfs::kNumLevels;
-  // Level 0: newest file first (files may overlap). Levels >= 1: sorted by
-  // smallest key, disjoint.
-  std::vector<std::shared_ptr<const FileMeta>> levels[kNumLevels];
-};
 
 class DBImpl final : public DB {
  public:
@@ -101,6 +93,7 @@ class DBImpl final : public DB {
   Result<std::unique_ptr<Scanner>> NewScanner(
       std::string_view table, const ScanOptions& options) override;
   std::shared_ptr<const Snapshot> GetSnapshot() override;
+  Result<std::vector<TabletInfo>> ListTablets(std::string_view table) override;
 
   Status Sync() override;
   Status Flush() override;
@@ -130,19 +123,13 @@ class DBImpl final : public DB {
   class SnapshotImpl;
   class ScannerImpl;
 
-  // Everything a read needs, pinned under mu_ and used without it.
+  // Everything a read needs, pinned under mu_ and used without it: the
+  // tablets that cover the rows read, in row order.
   struct ReadState {
     std::shared_ptr<const TableState> table;
-    std::vector<std::shared_ptr<MemTable>> mems;  // newest first
-    std::shared_ptr<const Version> version;
+    std::vector<TabletView> tablets;
     uint64_t view_seq = 0;
     uint64_t epoch_view = kMaxSequence;
-  };
-  // A frozen memtable waiting for its flush, and the first log that holds
-  // entries newer than it.
-  struct Immutable {
-    std::shared_ptr<MemTable> mem;
-    uint64_t next_log_number = 0;
   };
 
   // CondVar::Wait names the CondVar's own mutex, which the analysis cannot
@@ -151,13 +138,19 @@ class DBImpl final : public DB {
     cv->Wait();
   }
 
+  // Pins the tablets of `table` holding rows in [first_row, end_row) (empty:
+  // unbounded), or with one_row only the tablet holding first_row.
   Result<ReadState> PinReadState(std::string_view table,
-                                 const ReadOptions& options) EXCLUDES(mu_);
+                                 const ReadOptions& options,
+                                 std::string_view first_row,
+                                 std::string_view end_row, bool one_row)
+      EXCLUDES(mu_);
+  // A scan cursor over the tablets of `state`.
   std::unique_ptr<CellCursor> NewCursor(const ReadState& state,
                                         const ReadOptions& options,
                                         std::string start_row,
-                                        std::string end_row, std::string prefix,
-                                        std::vector<std::string> bloom_keys);
+                                        std::string end_row,
+                                        std::string prefix);
   // A cursor for a point read of `row` (ReadRow, ReadCell): over the
   // memtables and only the files that may hold the row (Bloom keys
   // row_prefix, then one of cell_keys when not empty), ending at stop_key.
@@ -166,12 +159,8 @@ class DBImpl final : public DB {
       const ReadState& state, const ReadOptions& options, std::string_view row,
       std::string_view row_prefix, const std::vector<std::string>& cell_keys,
       std::string stop_key, bool use_filter);
-  // Adds iterators over the files of `state`'s table; for a point read
-  // (row_prefix not empty) only those whose rows include it and whose
-  // Bloom filter may hold one of `bloom_keys`.
-  void AddFileIterators(const ReadState& state, std::string_view row_prefix,
-                        const std::vector<std::string>& bloom_keys,
-                        std::vector<std::unique_ptr<Iterator>>* children);
+  // An iterator over the memtables and files of one tablet (not clipped).
+  std::unique_ptr<Iterator> NewTabletIterator(const TabletView& view);
   static uint64_t ValueRefSize(std::string_view ref);
   // Resolves a value of a cursor position (large values: M2).
   Result<std::string> LoadValue(EntryKind kind, std::string_view raw);
@@ -197,15 +186,54 @@ class DBImpl final : public DB {
   Status WriteNewManifest() REQUIRES(schema_mu_) EXCLUDES(mu_);
   VersionEdit SnapshotEdit() REQUIRES(mu_);
   Status RecoverLogs(std::vector<uint64_t>* old_logs) REQUIRES(mu_);
+  // Tablets (db_tablets.cc).
+  std::shared_ptr<Tablet> NewTablet(uint32_t table_id, uint32_t id,
+                                    std::string start_row, std::string end_row)
+      REQUIRES(mu_);
+  void AddTablet(std::shared_ptr<Tablet> t) REQUIRES(mu_);
+  void RemoveTablet(uint32_t id) REQUIRES(mu_);
+  // The tablet of `table_id` whose range holds `key` (an internal key or a
+  // row prefix); nullptr when the table has none.
+  Tablet* FindTablet(uint32_t table_id, std::string_view key) REQUIRES(mu_);
+  void SetVersion(Tablet* t, std::shared_ptr<const Version> v) REQUIRES(mu_);
+  // The live FileMeta of `meta.number` (one object per file however many
+  // tablets hold it), made live when new.
+  std::shared_ptr<const FileMeta> GetLiveFile(const FileMeta& meta)
+      REQUIRES(mu_);
+  Status ApplyTabletEdits(const VersionEdit& edit) REQUIRES(mu_);
+  // The oldest log holding an unflushed entry of any tablet, with tablet
+  // `except` (when not null) taken to start at `except_log`.
+  uint64_t MinLiveLog(const Tablet* except = nullptr,
+                      uint64_t except_log = kNoLog) REQUIRES(mu_);
+  // Freezes t's memtable when not empty. REQUIRES: no leader filling
+  // memtables (the caller is the leader, or QuiesceWriters holds).
+  void FreezeTablet(Tablet* t) REQUIRES(mu_);
+  // Waits until no leader fills memtables and keeps new leaders from
+  // starting, so tablets and their memtables may change; ResumeWriters
+  // ends it. Records the longest such pause.
+  void QuiesceWriters() REQUIRES(mu_);
+  void ResumeWriters() REQUIRES(mu_);
+  // Splits or merges one tablet when one is due (db_tablets.cc); true when
+  // it did (or tried) something.
+  bool NeedsTabletChange() REQUIRES(mu_);
+  Status MaybeChangeTablets(bool* did) REQUIRES(mu_);
+  Status SplitTablet(std::shared_ptr<Tablet> t) REQUIRES(mu_);
+  Status MergeTablets(std::shared_ptr<Tablet> a, std::shared_ptr<Tablet> b)
+      REQUIRES(mu_);
   // After log replay: persists the recovered state, opens a new log and
   // deletes what is obsolete.
   Status FinishRecovery(const std::vector<uint64_t>& old_logs);
   // Replaces a log whose append failed (it may end in a partial record).
   void RollLogAfterFailure() REQUIRES(mu_);
   static void SortLevels(Version* v);
-  // Makes room in the memtable for a write: freezes a full one, stalls
-  // while too many frozen ones wait. REQUIRES: leader of the write queue.
+  // Makes room in memory for a write: freezes the largest memtable when
+  // the memtables pass the budget, flushes the tablets pinning the oldest
+  // log when the logs pass max_log_bytes, switches to a new log when the
+  // current one is full, stalls while flushes fall behind. REQUIRES: leader
+  // of the write queue.
   Status MakeRoomForWrite() REQUIRES(mu_);
+  // Frozen memtable bytes (shared ones once).
+  uint64_t FrozenBytes() REQUIRES(mu_);
   // Queues a request behind every pending write: syncs the log, and with
   // flush_memtable freezes the memtable and waits for its flush.
   Status SyncOrFlushRequest(bool flush_memtable) EXCLUDES(mu_);
@@ -214,6 +242,7 @@ class DBImpl final : public DB {
 
   // ---- Background work (db_background.cc) ----
   struct Compaction {
+    std::shared_ptr<Tablet> tablet;
     int level = 0;  // input level; inputs[1] come from level + 1
     int output_level = 1;
     std::vector<std::shared_ptr<const FileMeta>> inputs[2];
@@ -223,22 +252,26 @@ class DBImpl final : public DB {
   void BackgroundLoop() EXCLUDES(mu_);
   bool HasBackgroundWork() REQUIRES(mu_);
   bool NeedsCompaction() REQUIRES(mu_);
-  // Freezes mem_ and switches to a new log. REQUIRES: front of writers_.
-  Status FreezeMemtable() REQUIRES(mu_);
-  // Flushes imm_.front() (unlocks mu_ while writing).
-  Status FlushImmutable() REQUIRES(mu_);
+  // Syncs and closes the log and starts a new one. REQUIRES: front of
+  // writers_.
+  Status SwitchLog() REQUIRES(mu_);
+  // The tablet whose oldest frozen memtable is the oldest (nullptr: none).
+  std::shared_ptr<Tablet> NextFlush() REQUIRES(mu_);
+  // Flushes t->imm.front() (unlocks mu_ while writing).
+  Status FlushImmutable(std::shared_ptr<Tablet> t) REQUIRES(mu_);
   bool PickCompaction(Compaction* c) REQUIRES(mu_);
-  void PickManualCompaction(Compaction* c) REQUIRES(mu_);
+  void PickTabletCompaction(std::shared_ptr<Tablet> t, bool manual,
+                            Compaction* c) REQUIRES(mu_);
   Status RunCompaction(const Compaction& c) REQUIRES(mu_);
   // Writes the entries of `iter` that `filter` keeps (all when null) into
-  // new SSTables at `level`, one table's rows per file, cut at row
-  // boundaries after target_file_bytes. With move_large_values, values of
+  // new SSTables of tablet `tablet_id` at `level`, cut at row boundaries
+  // after target_file_bytes. With move_large_values, values of
   // at least large_value_bytes go to a new value file. Files are synced.
   Status WriteTables(
       Iterator* iter,
       const std::map<uint32_t, std::shared_ptr<const TableState>>& tables,
       class CompactionFilter* filter, int level, bool move_large_values,
-      std::vector<FileMeta>* outputs) EXCLUDES(mu_);
+      uint32_t tablet_id, std::vector<FileMeta>* outputs) EXCLUDES(mu_);
   std::map<uint32_t, std::shared_ptr<const TableState>> TablesById()
       REQUIRES(mu_);
   uint64_t NewFileNumber() EXCLUDES(mu_);
@@ -253,8 +286,8 @@ class DBImpl final : public DB {
   Result<std::shared_ptr<ValueFileReader>> GetValueReader(uint64_t number)
       EXCLUDES(files_mu_);
   TableOptions MakeTableOptions();
-  Status ReplayLogRecord(std::string_view record, const std::string& where)
-      REQUIRES(mu_);
+  Status ReplayLogRecord(std::string_view record, const std::string& where,
+                         uint64_t log_number) REQUIRES(mu_);
   std::string FileName(uint64_t number, const char* suffix) const;
   void Log(LogLevel level, const std::string& line);
 
@@ -292,10 +325,25 @@ class DBImpl final : public DB {
   uint64_t log_number_ GUARDED_BY(mu_) = 0;
   uint64_t last_seq_ GUARDED_BY(mu_) = 0;
   int64_t last_ts_ GUARDED_BY(mu_) = 0;
-  std::shared_ptr<MemTable> mem_ GUARDED_BY(mu_);
-  std::deque<Immutable> imm_ GUARDED_BY(mu_);  // oldest first
+  // Tablets by id, and per table id in row order.
+  std::map<uint32_t, std::shared_ptr<Tablet>> tablets_ GUARDED_BY(mu_);
+  std::map<uint32_t, std::vector<std::shared_ptr<Tablet>>> table_tablets_
+      GUARDED_BY(mu_);
+  std::map<uint64_t, std::weak_ptr<const FileMeta>> live_files_ GUARDED_BY(mu_);
+  uint64_t freeze_order_ GUARDED_BY(mu_) = 0;
+  // Bytes written to active memtables since they were last counted.
+  uint64_t mem_added_ GUARDED_BY(mu_) = 0;
+  // Most level-0 files of any tablet.
+  int max_l0_ GUARDED_BY(mu_) = 0;
+  // Sizes of the logs written in this session.
+  std::map<uint64_t, uint64_t> log_sizes_ GUARDED_BY(mu_);
   uint64_t current_log_number_ GUARDED_BY(mu_) = 0;
-  std::shared_ptr<const Version> version_ GUARDED_BY(mu_);
+  // The leader fills memtables without mu_ while leader_filling_; a split,
+  // merge or freeze from the background waits for it (QuiesceWriters).
+  bool leader_filling_ GUARDED_BY(mu_) = false;
+  bool writers_quiesced_ GUARDED_BY(mu_) = false;
+  uint64_t quiesce_start_ GUARDED_BY(mu_) = 0;
+  CondVar fill_cv_{&mu_};
   std::multiset<uint64_t> snapshots_ GUARDED_BY(mu_);
   Status bg_error_ GUARDED_BY(mu_);
   std::thread bg_thread_;
@@ -308,7 +356,10 @@ class DBImpl final : public DB {
   bool bg_paused_ GUARDED_BY(mu_) = false;
   uint64_t manual_requested_ GUARDED_BY(mu_) = 0;
   uint64_t manual_completed_ GUARDED_BY(mu_) = 0;
-  std::string compact_pointer_[Version::kNumLevels] GUARDED_BY(mu_);
+  // Tablets a manual compaction still has to compact, for ticket
+  // manual_ticket_.
+  std::deque<uint32_t> manual_queue_ GUARDED_BY(mu_);
+  uint64_t manual_ticket_ GUARDED_BY(mu_) = 0;
 
   std::deque<Writer*> writers_ GUARDED_BY(mu_);
   // Owned by the front writer of writers_ while it commits.
@@ -325,6 +376,9 @@ class DBImpl final : public DB {
   uint64_t stat_flushes_ GUARDED_BY(mu_) = 0;
   uint64_t stat_compactions_ GUARDED_BY(mu_) = 0;
   uint64_t stat_write_stalls_ GUARDED_BY(mu_) = 0;
+  uint64_t stat_splits_ GUARDED_BY(mu_) = 0;
+  uint64_t stat_merges_ GUARDED_BY(mu_) = 0;
+  uint64_t stat_max_pause_micros_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tabletfs

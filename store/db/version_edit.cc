@@ -82,6 +82,32 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint32(dst, table);
     PutVarint32(dst, family);
   }
+  for (const TabletRecord& t : tablets) {
+    PutVarint32(dst, kTablet);
+    PutVarint32(dst, t.table_id);
+    PutVarint32(dst, t.id);
+    PutLengthPrefixed(dst, t.start_row);
+    PutLengthPrefixed(dst, t.end_row);
+    PutVarint64(dst, t.log_number);
+  }
+  for (const SplitRecord& sp : splits) {
+    PutVarint32(dst, kSplitTablet);
+    PutVarint32(dst, sp.parent);
+    PutVarint32(dst, sp.left);
+    PutVarint32(dst, sp.right);
+    PutLengthPrefixed(dst, sp.row);
+  }
+  for (const MergeRecord& m : merges) {
+    PutVarint32(dst, kMergeTablets);
+    PutVarint32(dst, m.left);
+    PutVarint32(dst, m.right);
+    PutVarint32(dst, m.merged);
+  }
+  for (const auto& [tablet, log] : tablet_logs) {
+    PutVarint32(dst, kTabletLogNumber);
+    PutVarint32(dst, tablet);
+    PutVarint64(dst, log);
+  }
   for (const FileMeta& f : added_files) {
     PutVarint32(dst, kAddFile);
     PutVarint32(dst, f.tablet_id);
@@ -94,7 +120,8 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     for (uint64_t v : f.value_files) PutVarint64(dst, v);
   }
   for (const DeletedFile& f : deleted_files) {
-    PutVarint32(dst, kDeleteFile);
+    PutVarint32(dst, kDeleteTabletFile);
+    PutVarint32(dst, f.tablet_id);
     PutVarint32(dst, static_cast<uint32_t>(f.level));
     PutVarint64(dst, f.number);
   }
@@ -179,6 +206,40 @@ Status VersionEdit::DecodeFrom(std::string_view src, std::string_view where) {
           deleted_files.push_back({static_cast<int>(level), u64});
           break;
         }
+        case kDeleteTabletFile: {
+          uint32_t level = 0;
+          ok = GetVarint32(&in, &u32) && GetVarint32(&in, &level) &&
+               GetVarint64(&in, &u64) && level < kNumLevels;
+          deleted_files.push_back({static_cast<int>(level), u64, u32});
+          break;
+        }
+        case kTablet: {
+          TabletRecord t;
+          ok = GetVarint32(&in, &t.table_id) && GetVarint32(&in, &t.id) &&
+               GetString(&in, &t.start_row) && GetString(&in, &t.end_row) &&
+               GetVarint64(&in, &t.log_number);
+          tablets.push_back(std::move(t));
+          break;
+        }
+        case kSplitTablet: {
+          SplitRecord sp;
+          ok = GetVarint32(&in, &sp.parent) && GetVarint32(&in, &sp.left) &&
+               GetVarint32(&in, &sp.right) && GetString(&in, &sp.row) &&
+               !sp.row.empty();
+          splits.push_back(std::move(sp));
+          break;
+        }
+        case kMergeTablets: {
+          MergeRecord m;
+          ok = GetVarint32(&in, &m.left) && GetVarint32(&in, &m.right) &&
+               GetVarint32(&in, &m.merged);
+          merges.push_back(m);
+          break;
+        }
+        case kTabletLogNumber:
+          ok = GetVarint32(&in, &u32) && GetVarint64(&in, &u64);
+          tablet_logs.emplace_back(u32, u64);
+          break;
         default:
           return Status::Corruption(
               "manifest edit: unknown tag " + std::to_string(tag),

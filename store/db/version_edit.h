@@ -1,7 +1,8 @@
 // VersionEdit: one change to the durable state of a database, as recorded
 // in the manifest (format: store/doc/manifest_format.md): schema changes,
-// files added to / removed from levels, the log number and the high-water
-// marks (sequence, timestamp, file number, schema id).
+// tablet splits and merges, files added to / removed from a tablet's levels,
+// log positions and the high-water marks (sequence, timestamp, file number,
+// schema id).
 //
 // Thread safety: plain values.
 #ifndef TABLETFS_STORE_DB_VERSION_EDIT_H_
@@ -22,9 +23,11 @@ namespace tabletfs {
 // another level is Corruption.
 inline constexpr int kNumLevels = 7;
 
-// An SSTable in a level. Immutable once created.
+// An SSTable in a level. Immutable once created. After a split both halves
+// share their parent's files (one FileMeta object) until compaction
+// rewrites them.
 struct FileMeta {
-  uint32_t tablet_id = 0;  // the table's id (one tablet per table for now)
+  uint32_t tablet_id = 0;  // the tablet of the add_file record
   int level = 0;
   uint64_t number = 0;
   uint64_t size = 0;
@@ -48,7 +51,12 @@ struct VersionEdit {
     kUpdateFamily = 13,
     kDropFamily = 14,
     kAddFile = 20,
-    kDeleteFile = 21,
+    kDeleteFile = 21,  // read only (older manifests): removes from every tablet
+    kDeleteTabletFile = 22,
+    kTablet = 30,
+    kSplitTablet = 31,
+    kMergeTablets = 32,
+    kTabletLogNumber = 33,
   };
 
   struct TableRecord {
@@ -65,6 +73,30 @@ struct VersionEdit {
   struct DeletedFile {
     int level = 0;
     uint64_t number = 0;
+    uint32_t tablet_id = 0;  // 0: every tablet that holds it (tag 21)
+  };
+  // A tablet and its row range [start_row, end_row); empty rows are
+  // unbounded (row keys are never empty). In snapshot edits: the first
+  // tablet record of a table replaces the table's tablets.
+  struct TabletRecord {
+    uint32_t table_id = 0;
+    uint32_t id = 0;
+    std::string start_row;
+    std::string end_row;
+    uint64_t log_number = 0;
+  };
+  // `parent` becomes `left` [start, row) and `right` [row, end).
+  struct SplitRecord {
+    uint32_t parent = 0;
+    uint32_t left = 0;
+    uint32_t right = 0;
+    std::string row;
+  };
+  // Adjacent `left` and `right` become `merged`.
+  struct MergeRecord {
+    uint32_t left = 0;
+    uint32_t right = 0;
+    uint32_t merged = 0;
   };
 
   std::optional<uint64_t> log_number;
@@ -77,8 +109,16 @@ struct VersionEdit {
   // Created and updated families, in order; `created` tells which.
   std::vector<std::pair<bool, FamilyRecord>> families;
   std::vector<std::pair<uint32_t, uint32_t>> dropped_families;  // table, family
+  std::vector<TabletRecord> tablets;
+  std::vector<SplitRecord> splits;
+  std::vector<MergeRecord> merges;
+  // Per tablet: logs numbered below this hold nothing unflushed of it.
+  std::vector<std::pair<uint32_t, uint64_t>> tablet_logs;
   std::vector<FileMeta> added_files;
   std::vector<DeletedFile> deleted_files;
+
+  // Applied in this order: tables and families, tablets, splits, merges,
+  // tablet log numbers, deleted files, added files.
 
   void EncodeTo(std::string* dst) const;
   // Corruption naming `where` when `src` is malformed or has an unknown tag.

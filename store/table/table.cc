@@ -122,6 +122,13 @@ uint64_t Table::ApproximateOffsetOf(std::string_view key) const {
   return file_size_;
 }
 
+std::vector<std::string> Table::IndexKeys() const {
+  std::vector<std::string> keys;
+  std::unique_ptr<Iterator> it = Block::NewIterator(index_);
+  for (it->SeekToFirst(); it->Valid(); it->Next()) keys.emplace_back(it->key());
+  return keys;
+}
+
 Status Table::VerifyChecksums() const {
   TABLETFS_ASSIGN_OR_RETURN(
       std::shared_ptr<const Block> index,

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "store/env.h"
 #include "store/status.h"
@@ -66,6 +67,9 @@ class Table : public std::enable_shared_from_this<Table> {
   // the data block that would hold it, or the file size past the last key.
   // For choosing tablet split points and sizing key ranges.
   uint64_t ApproximateOffsetOf(std::string_view key) const;
+  // The key of every index entry (the last key of each data block), in
+  // order: evenly spaced by bytes, for split points and row samples.
+  std::vector<std::string> IndexKeys() const;
 
   const std::string &file_name() const { return file_name_; }
   uint64_t file_size() const { return file_size_; }

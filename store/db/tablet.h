@@ -1,0 +1,116 @@
+// Tablet: a contiguous row range of one table with its own memtables and
+// SSTable levels, compacted on its own (store/doc/tablets.md). All tablets
+// share the one commit log; each records the oldest log that may still hold
+// an entry of it that is not in its SSTables.
+//
+// Ownership: the engine holds tablets by std::shared_ptr; a split or merge
+// replaces them with new objects. Memtables and files may be shared: after a
+// split both halves read their parent's frozen memtable and SSTables, each
+// clipped to its own range, until flushes and compactions rewrite them.
+//
+// Thread safety: every mutable field is guarded by the engine's mutex
+// (DBImpl::mu_). Readers pin a TabletView (immutable) under that mutex and
+// use it without it.
+#ifndef TABLETFS_STORE_DB_TABLET_H_
+#define TABLETFS_STORE_DB_TABLET_H_
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/db/memtable.h"
+#include "store/db/version_edit.h"
+#include "store/util/iterator.h"
+
+namespace tabletfs {
+
+// The set of live SSTables of one tablet, per level. Immutable once built;
+// shared by readers, scanners and compactions that use it.
+struct Version {
+  static constexpr int kNumLevels = tabletfs::kNumLevels;
+  // Level 0: newest file first (files may overlap). Levels >= 1: sorted by
+  // smallest key, disjoint.
+  std::vector<std::shared_ptr<const FileMeta>> levels[kNumLevels];
+};
+
+// A frozen memtable waiting for its flush.
+struct Immutable {
+  std::shared_ptr<MemTable> mem;
+  uint64_t first_log = 0;  // the oldest log holding one of its entries
+  uint64_t order = 0;      // freeze order across tablets: oldest flush first
+};
+
+inline constexpr uint64_t kNoLog = std::numeric_limits<uint64_t>::max();
+
+struct Tablet {
+  uint32_t id = 0;
+  uint32_t table_id = 0;
+  // [start_row, end_row); empty: unbounded.
+  std::string start_row;
+  std::string end_row;
+  // The same bounds as internal-key prefixes: a key belongs to the tablet
+  // when lo <= key < hi.
+  std::string lo;
+  std::string hi;
+
+  std::shared_ptr<MemTable> mem;
+  uint64_t mem_first_log = kNoLog;  // kNoLog while mem is empty
+  std::vector<Immutable> imm;       // oldest first
+  std::shared_ptr<const Version> version;
+  // As last recorded in the manifest: logs below it hold nothing unflushed
+  // of this tablet.
+  uint64_t log_number = 0;
+  std::string compact_pointer[kNumLevels];
+  // HasForeignFiles() of version, kept current by the engine.
+  bool foreign_files = false;
+  // A split found no row to split at (one huge row): not tried again until
+  // the tablet holds this many bytes.
+  uint64_t no_split_below = 0;
+
+  // Sets start/end rows and the encoded bounds.
+  void SetRange(std::string start, std::string end);
+  // Whether internal key (or row prefix) `key` lies in the range.
+  bool Contains(std::string_view key) const { return key >= lo && key < hi; }
+  // The oldest log holding an unflushed entry of this tablet (kNoLog: none).
+  uint64_t OldestLog() const;
+  // Bytes in memtables (shared frozen ones counted whole).
+  uint64_t MemoryBytes() const;
+  // Bytes of SSTables (shared ones counted whole) and their count.
+  uint64_t FileBytes() const;
+  uint64_t FileCount() const;
+  // Whether a file extends past the range (shared with a sibling after a
+  // split): such a tablet is rewritten before it may split or merge.
+  bool HasForeignFiles() const;
+};
+
+// The encoded bounds of a table's whole row space.
+std::string TableLowKey(uint32_t table_id);
+std::string TableHighKey(uint32_t table_id);
+
+// What a read of one tablet pins under the engine's mutex.
+struct TabletView {
+  std::string lo;
+  std::string hi;
+  std::vector<std::shared_ptr<MemTable>> mems;  // newest first
+  std::shared_ptr<const Version> version;
+};
+
+// An iterator over consecutive disjoint key ranges [lo, hi), in order, each
+// read through an iterator made by `open` on first use and clipped to its
+// range (keys outside it are skipped). Seeks touch only the segment that
+// holds the target. With one segment: a clipped iterator.
+struct IteratorSegment {
+  std::string lo;
+  std::string hi;
+  std::function<std::unique_ptr<Iterator>()> open;
+};
+std::unique_ptr<Iterator> NewSegmentIterator(
+    std::vector<IteratorSegment> segments);
+
+}  // namespace tabletfs
+
+#endif  // TABLETFS_STORE_DB_TABLET_H_

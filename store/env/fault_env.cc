@@ -139,9 +139,11 @@ bool Writes(FaultOp op) {
 Status FaultInjectionEnv::BeginOpLocked(FaultOp op, std::string_view what) {
   const int i = static_cast<int>(op);
   uint64_t call = ++calls_[i];
-  if (fail_all_[i].has_value()) {
-    ++injected_[i];
-    return fail_all_[i]->WithContext(what);
+  for (const FailRule& rule : fail_all_[i]) {
+    if (rule.target.empty() || what.find(rule.target) != what.npos) {
+      ++injected_[i];
+      return rule.error.WithContext(what);
+    }
   }
   auto it = pending_errors_[i].find(call);
   if (it != pending_errors_[i].end()) {
@@ -532,17 +534,24 @@ void FaultInjectionEnv::InjectError(FaultOp op, int nth, Status error) {
       calls_[i] + static_cast<uint64_t>(std::max(nth, 1)), std::move(error));
 }
 
-void FaultInjectionEnv::FailAll(FaultOp op, Status error) {
+void FaultInjectionEnv::FailAll(FaultOp op, Status error, std::string target) {
   assert(!error.ok());
   if (error.ok()) error = Status::IOError("injected error");
   MutexLock lock(&mu_);
-  fail_all_[static_cast<int>(op)] = std::move(error);
+  std::vector<FailRule>& rules = fail_all_[static_cast<int>(op)];
+  for (FailRule& rule : rules) {
+    if (rule.target == target) {
+      rule.error = std::move(error);
+      return;
+    }
+  }
+  rules.push_back({std::move(target), std::move(error)});
 }
 
 void FaultInjectionEnv::ClearFaults() {
   MutexLock lock(&mu_);
   for (auto& pending : pending_errors_) pending.clear();
-  for (auto& fail : fail_all_) fail.reset();
+  for (auto& rules : fail_all_) rules.clear();
 }
 
 uint64_t FaultInjectionEnv::CallCount(FaultOp op) {

@@ -26,9 +26,10 @@
 // writes through them afterwards land in the rewritten files.
 //
 // Errors. Every call of an operation (FaultOp) is counted. InjectError()
-// makes one future call fail, FailAll() every call until ClearFaults(). A
-// failed call has no effect on the base env. While the filesystem is
-// inactive, every operation that would change the base env fails IOError.
+// makes one future call fail, FailAll() every call (or every call on a
+// matching path) until ClearFaults(). A failed call has no effect on the
+// base env. While the filesystem is inactive, every operation that would
+// change the base env fails IOError.
 //
 // Thread safety: all methods are thread-safe; the files follow the rules of
 // store/env.h. REQUIRES: the base env outlives this env, and this env
@@ -122,8 +123,12 @@ class FaultInjectionEnv : public Env {
   // with `error` (which must not be OK), once. Several injections may be
   // pending.
   void InjectError(FaultOp op, int nth, Status error) EXCLUDES(mu_);
-  // Makes every call of `op` fail with `error` until ClearFaults().
-  void FailAll(FaultOp op, Status error) EXCLUDES(mu_);
+  // Makes every call of `op` fail with `error` until ClearFaults(). With a
+  // non-empty `target`, only the calls whose operand contains it: the path
+  // ("/db/000012.sst" matches ".sst"), for a rename "FROM -> TO". A second
+  // FailAll() of one op and target replaces the first; different targets
+  // add up.
+  void FailAll(FaultOp op, Status error, std::string target = {}) EXCLUDES(mu_);
   // Drops pending injections and FailAll() settings; counters stay.
   void ClearFaults() EXCLUDES(mu_);
 
@@ -199,7 +204,12 @@ class FaultInjectionEnv : public Env {
   // Per op: call number (in calls_ terms) -> error.
   std::array<std::multimap<uint64_t, Status>, kNumFaultOps> pending_errors_
       GUARDED_BY(mu_);
-  std::array<std::optional<Status>, kNumFaultOps> fail_all_ GUARDED_BY(mu_);
+  // What FailAll() set up, per op.
+  struct FailRule {
+    std::string target;  // empty: every call
+    Status error;
+  };
+  std::array<std::vector<FailRule>, kNumFaultOps> fail_all_ GUARDED_BY(mu_);
   std::optional<uint64_t> free_space_ GUARDED_BY(mu_);
 
   uint64_t next_file_id_ GUARDED_BY(mu_) = 1;

@@ -313,6 +313,30 @@ TEST_F(FaultEnvTest, FailAllUntilCleared) {
   EXPECT_TRUE(env_.RenameFile("/db/a", "/db/b").ok());
 }
 
+// A target limits FailAll() to the calls on matching paths (the daemon's
+// test hook fails "sync .sst" or "rename CURRENT" this way).
+TEST_F(FaultEnvTest, FailAllOnMatchingPathsOnly) {
+  Write("/db/a.log", "x", false, false);
+  Write("/db/b.sst", "y", false, false);
+  env_.FailAll(FaultOp::kRename, Status::IOError("no"), "CURRENT");
+  env_.FailAll(FaultOp::kRemove, Status::IOError("no"), ".sst");
+  env_.FailAll(FaultOp::kRemove, Status::NoSpace("full"), ".sst");
+  EXPECT_TRUE(env_.RenameFile("/db/a.log", "/db/c.log").ok());
+  Status s = env_.RenameFile("/db/c.log", "/db/CURRENT");
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.ToString().find("/db/c.log -> /db/CURRENT"), std::string::npos)
+      << s.ToString();
+  EXPECT_TRUE(base_.FileExists("/db/c.log"));
+  // The second rule for ".sst" replaced the first.
+  EXPECT_TRUE(env_.RemoveFile("/db/b.sst").IsNoSpace());
+  EXPECT_TRUE(base_.FileExists("/db/b.sst"));
+  EXPECT_EQ(env_.InjectedFailureCount(FaultOp::kRename), 1u);
+  EXPECT_EQ(env_.InjectedFailureCount(FaultOp::kRemove), 1u);
+  env_.ClearFaults();
+  EXPECT_TRUE(env_.RemoveFile("/db/b.sst").ok());
+  EXPECT_TRUE(env_.RenameFile("/db/c.log", "/db/CURRENT").ok());
+}
+
 TEST_F(FaultEnvTest, TwoInjectionsOnOneCallFireInTurn) {
   env_.InjectError(FaultOp::kSyncDir, 1, Status::IOError("first"));
   env_.InjectError(FaultOp::kSyncDir, 1, Status::NoSpace("second"));

@@ -169,8 +169,12 @@ class Filesystem {
 
   void Refuse(fuse_req_t req, const char* op, const std::string& what,
               const FsError& e) {
-    // Tools probe names all the time: failed lookups are debug lines.
-    LogLevel level = e.err == ENOENT || std::strcmp(op, "lookup") == 0
+    // Tools probe names all the time: failed lookups are debug lines. EIO
+    // is no refusal but the store failing (a read error, a sticky
+    // background error): always an error line, whatever the request, so
+    // the log says why a `cat` or `ls` failed.
+    LogLevel level = e.err == EIO ? LogLevel::kError
+                     : e.err == ENOENT || std::strcmp(op, "lookup") == 0
                          ? LogLevel::kDebug
                          : LogLevel::kInfo;
     if (LogEnabled(level)) {

@@ -13,6 +13,7 @@
 
 #include "fs/log.h"
 #include "fs/session.h"
+#include "mount/daemon/test_faults.h"
 #include "store/db.h"
 
 namespace tabletfs::daemon {
@@ -68,7 +69,14 @@ void Report(int fd, char status) {
 // once mounted (0) or on failure (1).
 int Serve(const DaemonArgs& args, const std::string& datadir,
           const std::string& mountpoint, int ready_fd) {
+  // Test hook: TABLETFS_TEST_FAULTS=<control file> runs the store on a
+  // fault-injecting Env that a test switches while the mount is live (see
+  // test_faults.h, docs/RELIABILITY.md). Unset, as in any real use, it is
+  // nullptr and the store gets the default Env. Created before anything
+  // starts a thread, destroyed after the store.
+  std::unique_ptr<TestFaults> test_faults = TestFaults::FromEnvironment();
   Options options;
+  if (test_faults != nullptr) options.env = test_faults->env();
   options.logger = [](LogLevel level, std::string_view line) {
     fs::Log(level, line);
   };

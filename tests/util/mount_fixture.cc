@@ -1,5 +1,6 @@
 #include "tests/util/mount_fixture.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,45 @@ int MountFixture::TryMount(const std::vector<std::string>& extra_args) {
   return 0;
 }
 
+int MountFixture::TryMountForeground(const std::vector<std::string>& extra_args,
+                                     const std::vector<std::string>& env,
+                                     const std::string& log) {
+  std::vector<std::string> argv = {TabletfsBinary(), "-f"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  argv.push_back(datadir_);
+  argv.push_back(mnt_);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) dup2(fd, 2);
+    for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
+    std::vector<char*> args;
+    for (const std::string& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  if (pid < 0) return -1;
+  // Bounded: 20 s.
+  for (int i = 0; i < 4000; i++) {
+    if (IsMounted()) {
+      mounted_ = true;
+      daemon_pid_ = pid;
+      daemon_is_child_ = true;
+      return 0;
+    }
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    ShortPause();
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
 void MountFixture::Mount(const std::vector<std::string>& extra_args) {
   ASSERT_EQ(TryMount(extra_args), 0) << "tabletfs failed to mount";
   ASSERT_TRUE(IsMounted());
@@ -129,6 +169,8 @@ void MountFixture::WaitForDaemonExit() {
   // Bounded: 20 s.
   for (int i = 0; i < 4000 && !ProcessGone(daemon_pid_); i++) ShortPause();
   EXPECT_TRUE(ProcessGone(daemon_pid_)) << "the daemon did not exit";
+  if (daemon_is_child_) waitpid(daemon_pid_, nullptr, WNOHANG);
+  daemon_is_child_ = false;
   daemon_pid_ = -1;
 }
 

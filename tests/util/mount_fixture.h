@@ -35,6 +35,14 @@ class MountFixture : public ::testing::Test {
   void Mount(const std::vector<std::string>& extra_args = {});
   // Returns the daemon's exit code instead of asserting.
   int TryMount(const std::vector<std::string>& extra_args = {});
+  // Runs the daemon in the foreground (-f) as a child of the test, with
+  // `env` ("NAME=value") added to its environment and its stderr (the log)
+  // appended to `log`. Returns 0 once mounted, else the daemon's exit code
+  // (or -1 when it neither mounted nor exited within 20 s). Afterwards
+  // Unmount() and KillDaemon() work as after Mount().
+  int TryMountForeground(const std::vector<std::string>& extra_args,
+                         const std::vector<std::string>& env,
+                         const std::string& log);
   // fusermount3 -u (then -uz as a fallback) and waits for the daemon to
   // exit, so the store's lock is free again.
   void Unmount();
@@ -65,6 +73,7 @@ class MountFixture : public ::testing::Test {
   std::string datadir_;
   std::string mnt_;
   pid_t daemon_pid_ = -1;
+  bool daemon_is_child_ = false;  // TryMountForeground: reap it
   bool mounted_ = false;
 };
 

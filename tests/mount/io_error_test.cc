@@ -1,0 +1,406 @@
+// I/O errors through the mount (issue 9): the daemon runs on the
+// fault-injecting Env of its test hook (TABLETFS_TEST_FAULTS, see
+// mount/daemon/test_faults.h), and each test switches faults on while the
+// mount is live. A failed read, write, sync or rename must reach the user
+// as EIO from the syscall that carries it (never wrong data, never a hang),
+// the daemon's log (stderr in -f mode) must say why, and after a remount
+// without faults every acknowledged write must be intact and the store
+// must pass `tabletctl check`.
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "store/row_mutation.h"
+#include "tests/util/mount_fixture.h"
+
+namespace tabletfs::testing {
+namespace {
+
+std::string Content(const std::string& name, size_t size) {
+  std::string v = name + ":";
+  while (v.size() < size) v += name + "/" + std::to_string(v.size()) + " ";
+  v.resize(size);
+  return v;
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class IoErrorTest : public MountFixture {
+ protected:
+  void SetUp() override {
+    MountFixture::SetUp();
+    control_ = tmp() + "/faults";
+    log_ = tmp() + "/daemon.log";
+  }
+
+  // Puts `n` cells into table t (family f) through the API and flushes
+  // them, so they are read from SSTables, not from a memtable.
+  void Seed(int n) {
+    auto db = OpenDb();
+    ASSERT_NE(db, nullptr);
+    ASSERT_TRUE(db->CreateTable("t").ok());
+    ASSERT_TRUE(db->CreateFamily("t", "f", FamilySettings()).ok());
+    for (int i = 0; i < n; i++) {
+      std::string row = "r" + std::to_string(i % 4);
+      std::string q = "seed" + std::to_string(i);
+      std::string v = Content("t/" + row + "/f/" + q, 200 + i);
+      RowMutation m(row);
+      m.SetCell("f", q, v);
+      ASSERT_TRUE(db->Apply("t", m, WriteOptions()).ok());
+      acked_["t/" + row + "/f/" + q] = v;
+    }
+    ASSERT_TRUE(db->Flush().ok());
+    DbStats stats = db->GetStats();
+    uint64_t files = 0;
+    for (const LevelStats& l : stats.levels) files += l.files;
+    ASSERT_GT(files, 0u) << "the seed is not in any SSTable";
+  }
+
+  // Mounts in the foreground with the test hook on; the control file may be
+  // missing (no faults) or hold rules to apply before the store opens.
+  int TryMountWithFaults(const std::vector<std::string>& args = {}) {
+    return TryMountForeground(args, {"TABLETFS_TEST_FAULTS=" + control_}, log_);
+  }
+  void MountWithFaults(const std::vector<std::string>& args = {}) {
+    ASSERT_EQ(TryMountWithFaults(args), 0) << "the daemon's log:\n" << Log();
+  }
+
+  std::string Log() { return ReadFile(log_); }
+
+  // The hook's state file: "loads" and "<op>.calls", "<op>.injected". The
+  // counts are those of the last load, or of the daemon's exit.
+  std::map<std::string, uint64_t> State() {
+    std::map<std::string, uint64_t> out;
+    std::istringstream in(ReadFile(control_ + ".state"));
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream words(line);
+      std::string op, key1, key2;
+      uint64_t a = 0, b = 0;
+      words >> op;
+      if (op == "loads") {
+        words >> out["loads"];
+      } else if (op == "error") {
+        out["error"] = 1;
+      } else if (words >> key1 >> a >> key2 >> b) {
+        out[op + ".calls"] = a;
+        out[op + ".injected"] = b;
+      }
+    }
+    return out;
+  }
+
+  // Replaces the live daemon's faults with `rules` and waits until they
+  // are in force.
+  void SetFaults(const std::string& rules) {
+    uint64_t before = State()["loads"];
+    WriteFile(control_, rules);
+    ASSERT_EQ(kill(daemon_pid(), SIGUSR2), 0);
+    for (int i = 0; i < 1000 && State()["loads"] <= before; i++) usleep(5000);
+    std::map<std::string, uint64_t> state = State();
+    ASSERT_GT(state["loads"], before) << "the daemon did not reload " << rules;
+    ASSERT_EQ(state.count("error"), 0u)
+        << ReadFile(control_ + ".state") << Log();
+  }
+
+  // open(O_CREAT|O_TRUNC) + write() + [fsync()] + close() of `rel`.
+  // Returns 0, or the errno and in *from the call that failed.
+  int Write(const std::string& rel, const std::string& content,
+            std::string* from, bool sync = false) {
+    int fd = open(Path(rel).c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (fd < 0) {
+      *from = "open";
+      return errno;
+    }
+    size_t done = 0;
+    while (done < content.size()) {
+      ssize_t n = write(fd, content.data() + done, content.size() - done);
+      if (n < 0) {
+        int err = errno;
+        close(fd);
+        *from = "write";
+        return err;
+      }
+      done += static_cast<size_t>(n);
+    }
+    if (sync && fsync(fd) != 0) {
+      int err = errno;
+      close(fd);
+      *from = "fsync";
+      return err;
+    }
+    if (close(fd) != 0) {
+      *from = "close";
+      return errno;
+    }
+    return 0;
+  }
+
+  // Writes through the mount, asserting success; the cell joins acked_.
+  void WriteAcked(const std::string& rel, size_t size) {
+    std::string v = Content(rel, size);
+    std::string from;
+    int err = Write(rel, v, &from);
+    ASSERT_EQ(err, 0) << rel << ": " << strerror(err) << " from " << from;
+    acked_[rel] = v;
+  }
+
+  // Reads `rel` with open() + read(); returns 0 and the bytes, or the errno.
+  int Read(const std::string& rel, std::string* out) {
+    out->clear();
+    int fd = open(Path(rel).c_str(), O_RDONLY);
+    if (fd < 0) return errno;
+    char buf[65536];
+    while (true) {
+      ssize_t n = read(fd, buf, sizeof(buf));
+      if (n < 0) {
+        int err = errno;
+        close(fd);
+        return err;
+      }
+      if (n == 0) break;
+      out->append(buf, static_cast<size_t>(n));
+    }
+    close(fd);
+    return 0;
+  }
+
+  std::string Stats() { return ReadFile(Path(".tabletfs/stats")); }
+
+  // Unmounts, mounts without the hook, and checks that every acknowledged
+  // write is there, the store has no background error, and (after the
+  // unmount) `tabletctl check` passes.
+  // Keeps the hook's final state in final_.
+  void RemountCleanAndCheck() {
+    Unmount();
+    final_ = State();
+    Mount();
+    for (const auto& [rel, v] : acked_) {
+      EXPECT_EQ(ReadFile(Path(rel)), v) << rel;
+    }
+    EXPECT_TRUE(Contains(Stats(), "background_error none\n")) << Stats();
+    Unmount();
+    std::string check = std::string(TABLETFS_BIN_DIR) + "/tabletctl -d '" +
+                        datadir() + "' check > /dev/null";
+    EXPECT_EQ(system(check.c_str()), 0) << "tabletctl check found damage";
+  }
+
+  std::string control_;
+  std::string log_;
+  std::map<std::string, std::string> acked_;
+  std::map<std::string, uint64_t> final_;
+};
+
+// The hook costs nothing when off: with an empty control file the daemon
+// serves normally and counts the store's calls.
+TEST_F(IoErrorTest, HookWithoutFaultsChangesNothing) {
+  Seed(8);
+  MountWithFaults();
+  for (const auto& [rel, v] : acked_) EXPECT_EQ(ReadFile(Path(rel)), v) << rel;
+  WriteAcked("t/r0/f/new", 3000);
+  EXPECT_EQ(State()["loads"], 1u);
+  EXPECT_TRUE(Contains(Log(), "test hook: faults now: none")) << Log();
+  // A bad rule is refused and reported, and leaves no fault in force.
+  uint64_t before = State()["loads"];
+  WriteFile(control_, "read\nexplode now please\n");
+  ASSERT_EQ(kill(daemon_pid(), SIGUSR2), 0);
+  for (int i = 0; i < 1000 && State()["loads"] <= before; i++) usleep(5000);
+  EXPECT_EQ(State()["error"], 1u);
+  EXPECT_TRUE(Contains(Log(), "line 2: \"explode now please\"")) << Log();
+  EXPECT_EQ(ReadFile(Path("t/r0/f/new")), acked_["t/r0/f/new"]);
+  RemountCleanAndCheck();
+  EXPECT_EQ(final_["loads"], 2u);
+  EXPECT_GT(final_["read.calls"], 0u);
+  EXPECT_GT(final_["append.calls"], 0u);
+  EXPECT_GT(final_["sync.calls"], 0u);  // at least the store's close
+  uint64_t injected = 0;
+  for (const auto& [key, n] : final_) {
+    if (Contains(key, ".injected")) injected += n;
+  }
+  EXPECT_EQ(injected, 0u);
+}
+
+// A cell that must come from an SSTable cannot be read: EIO, no bytes,
+// no hang; the log names the file; once the fault is gone the same cell
+// reads back right without a restart (a failed read is not sticky).
+TEST_F(IoErrorTest, ReadFaultIsEioNeverWrongData) {
+  Seed(20);
+  MountWithFaults();
+  SetFaults("read\n");
+  const std::string rel = "t/r1/f/seed5";
+  std::string got;
+  int err = Read(rel, &got);
+  EXPECT_EQ(err, EIO) << strerror(err) << "; read " << got.size() << " bytes";
+  EXPECT_EQ(got, "");
+  std::string out;
+  EXPECT_NE(Sh("cat " + rel + " 2>&1", &out), 0);
+  EXPECT_TRUE(Contains(out, "Input/output error")) << out;
+  EXPECT_FALSE(Contains(out, acked_[rel].substr(0, 20))) << out;
+  std::string log = Log();
+  EXPECT_TRUE(Contains(log, ": EIO: IOError: ")) << log;
+  EXPECT_TRUE(Contains(log, ".sst: injected by TABLETFS_TEST_FAULTS")) << log;
+
+  SetFaults("");  // also writes the counts so far
+  uint64_t injected = State()["read.injected"];
+  EXPECT_GE(injected, 2u);  // one per attempt at least
+  for (const auto& [r, v] : acked_) EXPECT_EQ(ReadFile(Path(r)), v) << r;
+  EXPECT_TRUE(Contains(Stats(), "background_error none\n")) << Stats();
+  RemountCleanAndCheck();
+  std::cout << "read faults injected: " << injected << std::endl;
+}
+
+// A failed log append: the commit at close() fails EIO (the write was
+// buffered), the failure is sticky, so the next write() is refused with
+// EIO at once; reads keep working; the log says why.
+TEST_F(IoErrorTest, WriteFaultIsEioFromCloseThenFromWrite) {
+  Seed(4);
+  MountWithFaults();
+  for (int i = 0; i < 10; i++) WriteAcked("t/r0/f/w" + std::to_string(i), 500);
+  SetFaults("append\n");
+  std::string from;
+  int err = Write("t/r0/f/failed1", Content("failed1", 700), &from);
+  EXPECT_EQ(err, EIO) << strerror(err) << " from " << from;
+  EXPECT_EQ(from, "close");
+  err = Write("t/r0/f/failed2", Content("failed2", 700), &from);
+  EXPECT_EQ(err, EIO) << strerror(err) << " from " << from;
+  EXPECT_EQ(from, "write") << "a sticky error must be reported by write()";
+  std::string log = Log();
+  EXPECT_TRUE(Contains(log, "log write failed: IOError: ")) << log;
+  EXPECT_TRUE(Contains(log, ".log: injected by TABLETFS_TEST_FAULTS")) << log;
+  EXPECT_TRUE(Contains(log, "/t/r0/f/failed2: EIO: the store failed earlier"))
+      << log;
+  EXPECT_TRUE(Contains(Stats(), "injected by TABLETFS_TEST_FAULTS")) << Stats();
+  for (const auto& [r, v] : acked_) EXPECT_EQ(ReadFile(Path(r)), v) << r;
+  RemountCleanAndCheck();
+  EXPECT_EQ(final_["append.injected"], 1u)
+      << "only the first append fails: the error is sticky";
+  Mount();
+  EXPECT_NE(access(Path("t/r0/f/failed2").c_str(), F_OK), 0);
+  std::string listing = ShOk("ls t/r0/f");
+  EXPECT_FALSE(Contains(listing, "failed")) << listing;
+  std::cout << "append faults injected: " << final_["append.injected"]
+            << std::endl;
+}
+
+// A failed log sync: fsync() answers EIO, and the store refuses writes
+// from then on (the log's durability is unknown).
+TEST_F(IoErrorTest, SyncFaultIsEioFromFsync) {
+  Seed(4);
+  MountWithFaults();
+  for (int i = 0; i < 5; i++) WriteAcked("t/r2/f/s" + std::to_string(i), 400);
+  SetFaults("sync\n");
+  std::string from;
+  int err = Write("t/r2/f/synced", Content("synced", 300), &from,
+                  /*sync=*/true);
+  EXPECT_EQ(err, EIO) << strerror(err) << " from " << from;
+  EXPECT_EQ(from, "fsync");
+  err = Write("t/r2/f/after", Content("after", 300), &from);
+  EXPECT_EQ(err, EIO) << strerror(err) << " from " << from;
+  EXPECT_EQ(from, "write");
+  std::string log = Log();
+  EXPECT_TRUE(Contains(log, "fsync /t/r2/f/synced: EIO: IOError: ")) << log;
+  EXPECT_TRUE(Contains(log, ".log: injected by TABLETFS_TEST_FAULTS")) << log;
+  RemountCleanAndCheck();
+  EXPECT_GE(final_["sync.injected"], 1u);
+  std::cout << "sync faults injected: " << final_["sync.injected"] << std::endl;
+}
+
+// A background flush whose SSTable sync fails: writes that were
+// acknowledged before stay (the log holds them), the error is sticky and
+// logged as a background error, and later writes fail EIO.
+TEST_F(IoErrorTest, FailedFlushIsStickyAndLoggedNothingAcknowledgedLost) {
+  Seed(4);
+  MountWithFaults({"-o", "memtable_bytes=65536"});
+  SetFaults("sync .sst\n");
+  std::string from;
+  int err = 0, i = 0;
+  for (; i < 200 && err == 0; i++) {
+    std::string rel = "t/r3/f/b" + std::to_string(i);
+    std::string v = Content(rel, 4000);
+    err = Write(rel, v, &from);
+    if (err == 0) acked_[rel] = v;
+  }
+  EXPECT_EQ(err, EIO) << "after " << i << " writes: " << strerror(err)
+                      << " from " << from;
+  EXPECT_EQ(from, "write");
+  std::string log = Log();
+  EXPECT_TRUE(Contains(log, "background error: IOError: flush: ")) << log;
+  EXPECT_TRUE(Contains(log, ".sst: injected by TABLETFS_TEST_FAULTS (.sst)"))
+      << log;
+  RemountCleanAndCheck();
+  EXPECT_EQ(final_["sync.injected"], 1u) << "the error is sticky";
+  EXPECT_GT(final_["sync.calls"], final_["sync.injected"])
+      << "log syncs must not match the rule";
+  std::cout << acked_.size() << " writes acknowledged before the sticky "
+            << "error; sync faults injected: " << final_["sync.injected"]
+            << std::endl;
+}
+
+// The manifest's CURRENT is replaced by a rename whenever the store opens:
+// with renames failing, the daemon refuses to mount and says why; without,
+// the data is all there.
+TEST_F(IoErrorTest, RenameFaultAtOpenRefusesTheMount) {
+  Seed(10);
+  WriteFile(control_, "rename CURRENT\n");
+  EXPECT_NE(TryMountWithFaults(), 0);
+  std::string log = Log();
+  EXPECT_TRUE(Contains(log, "cannot open ")) << log;
+  EXPECT_TRUE(Contains(log, "IOError: rename ")) << log;
+  EXPECT_TRUE(Contains(log, "/CURRENT: injected by TABLETFS_TEST_FAULTS"))
+      << log;
+  RemountCleanAndCheck();  // the daemon is gone: final_ is its exit state
+  EXPECT_EQ(final_["rename.injected"], 1u);
+}
+
+// A rename during a flush: the flush's manifest append runs out of space
+// (not sticky: the flush pauses), the retry then starts a fresh manifest,
+// and the rename of its CURRENT fails. That failure is sticky, logged,
+// and seen as EIO; nothing acknowledged is lost.
+TEST_F(IoErrorTest, RenameFaultDuringAFlushRetry) {
+  Seed(4);
+  MountWithFaults({"-o", "memtable_bytes=65536"});
+  SetFaults("nospace append MANIFEST\n");
+  int i = 0;
+  for (; i < 200 && !Contains(Log(), "background work paused"); i++) {
+    WriteAcked("t/r1/f/m" + std::to_string(i), 4000);
+  }
+  ASSERT_TRUE(Contains(Log(), "background work paused: NoSpace: flush: "))
+      << Log();
+  EXPECT_TRUE(Contains(Log(), "/MANIFEST-")) << Log();
+  EXPECT_TRUE(Contains(Stats(), "background_error none\n")) << Stats();
+  SetFaults("rename CURRENT\n");
+  std::string from;
+  int err = 0;
+  for (int j = 0; j < 200 && err == 0; j++, i++) {
+    std::string rel = "t/r1/f/m" + std::to_string(i);
+    std::string v = Content(rel, 4000);
+    err = Write(rel, v, &from);
+    if (err == 0) acked_[rel] = v;
+  }
+  EXPECT_EQ(err, EIO) << strerror(err) << " from " << from;
+  std::string log = Log();
+  EXPECT_TRUE(Contains(log, "background error: IOError: flush: rename "))
+      << log;
+  EXPECT_TRUE(Contains(log, "/CURRENT: injected by TABLETFS_TEST_FAULTS"))
+      << log;
+  RemountCleanAndCheck();
+  EXPECT_EQ(final_["rename.injected"], 1u);
+  EXPECT_GE(final_["append.injected"], 1u);
+  std::cout << acked_.size() << " writes acknowledged; manifest appends "
+            << "refused: " << final_["append.injected"]
+            << ", renames failed: " << final_["rename.injected"] << std::endl;
+}
+
+}  // namespace
+}  // namespace tabletfs::testing

@@ -322,8 +322,7 @@ Status DBImpl::MaybeChangeTablets(bool* did) {
   }
   if (split != nullptr) {
     *did = true;
-    if (split->mem->entries() > 0 &&
-        split->mem->ApproximateMemoryUsage() > split->FileBytes()) {
+    if (split->mem->data_bytes() > split->FileBytes()) {
       // Mostly in memory: flush first, so the split row comes from the
       // SSTables' indexes.
       QuiesceWriters();

@@ -51,6 +51,7 @@ void MemTable::Add(std::string_view key, std::string_view value) {
   if (!value.empty()) std::memcpy(p, value.data(), value.size());
   table_.Insert(buf);
   entries_.fetch_add(1, std::memory_order_relaxed);
+  data_bytes_.fetch_add(key.size() + value.size(), std::memory_order_relaxed);
 }
 
 class MemTable::MemIterator final : public Iterator {

@@ -34,6 +34,11 @@ class MemTable {
   size_t ApproximateMemoryUsage() const { return arena_.MemoryUsage(); }
   // Entries added.
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
+  // Bytes of the keys and values added (what a flush writes, before
+  // compression): the memtable's share of its tablet's size.
+  uint64_t data_bytes() const {
+    return data_bytes_.load(std::memory_order_relaxed);
+  }
 
   // An iterator over the entries; the caller must keep `self` alive (the
   // iterator holds a reference). Keys and values stay valid as long as the
@@ -50,6 +55,7 @@ class MemTable {
   Arena arena_;
   Table table_;
   std::atomic<uint64_t> entries_{0};
+  std::atomic<uint64_t> data_bytes_{0};
 };
 
 }  // namespace tabletfs

@@ -46,8 +46,8 @@ uint64_t Tablet::OldestLog() const {
 }
 
 uint64_t Tablet::MemoryBytes() const {
-  uint64_t bytes = mem->ApproximateMemoryUsage();
-  for (const Immutable& i : imm) bytes += i.mem->ApproximateMemoryUsage();
+  uint64_t bytes = mem->data_bytes();
+  for (const Immutable& i : imm) bytes += i.mem->data_bytes();
   return bytes;
 }
 

@@ -77,7 +77,7 @@ struct Tablet {
   bool Contains(std::string_view key) const { return key >= lo && key < hi; }
   // The oldest log holding an unflushed entry of this tablet (kNoLog: none).
   uint64_t OldestLog() const;
-  // Bytes in memtables (shared frozen ones counted whole).
+  // Bytes of data in memtables (shared frozen ones counted whole).
   uint64_t MemoryBytes() const;
   // Bytes of SSTables (shared ones counted whole) and their count.
   uint64_t FileBytes() const;

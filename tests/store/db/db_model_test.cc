@@ -105,7 +105,17 @@ class Model {
   std::map<CellKey, uint64_t> cell_del_;
 };
 
-class DBModelTest : public testing::Test {
+// One tablet per table (splits off), or tiny tablets: hundreds of splits
+// and merges under the same writes, scans and deletes.
+struct ModelParam {
+  const char* name;
+  uint64_t tablet_split_bytes;
+  int rows;         // row keys drawn from r0 .. r<rows-1>
+  int purge_every;  // ops between deletions of a block of rows (0: never)
+  int ops;
+};
+
+class DBModelTest : public testing::TestWithParam<ModelParam> {
  protected:
   void SetUp() override {
     options_.env = &env_;
@@ -114,6 +124,7 @@ class DBModelTest : public testing::Test {
     options_.target_file_bytes = 8 << 10;
     options_.block_size = 1024;
     options_.large_value_bytes = 300;
+    options_.tablet_split_bytes = GetParam().tablet_split_bytes;
     Reopen();
     ASSERT_TRUE(db_->CreateTable("t").ok());
     for (const auto& f : kFamilies) {
@@ -122,6 +133,11 @@ class DBModelTest : public testing::Test {
   }
 
   void Reopen() {
+    if (db_ != nullptr) {
+      DbStats stats = db_->GetStats();
+      splits_ += stats.tablet_splits;
+      merges_ += stats.tablet_merges;
+    }
     db_.reset();
     auto db = DB::Open(options_, "/db");
     ASSERT_TRUE(db.ok()) << db.status().ToString();
@@ -160,9 +176,12 @@ class DBModelTest : public testing::Test {
   MemEnv env_;
   Options options_;
   std::unique_ptr<DB> db_;
+  uint64_t splits_ = 0;  // over all opens
+  uint64_t merges_ = 0;
 };
 
-TEST_F(DBModelTest, RandomMutationsMatchModel) {
+TEST_P(DBModelTest, RandomMutationsMatchModel) {
+  const ModelParam& param = GetParam();
   uint32_t seed = std::random_device{}();
   if (const char* s = std::getenv("TABLETFS_SEED")) seed = std::stoul(s);
   std::printf("DBModelTest seed %u (rerun with TABLETFS_SEED=%u)\n", seed,
@@ -171,7 +190,7 @@ TEST_F(DBModelTest, RandomMutationsMatchModel) {
   std::mt19937 rng(seed);
   auto pick = [&](int n) { return static_cast<int>(rng() % n); };
   auto row_name = [&] {
-    std::string r = "r" + std::to_string(pick(40));
+    std::string r = "r" + std::to_string(pick(param.rows));
     if (pick(10) == 0) r.push_back('\0');
     return r;
   };
@@ -183,8 +202,25 @@ TEST_F(DBModelTest, RandomMutationsMatchModel) {
   Model model;
   // Live snapshots and the model as it was when each was taken.
   std::vector<std::pair<std::shared_ptr<const Snapshot>, Model>> snapshots;
-  const int kOps = 3000;
+  const int kOps = param.ops;
   for (int i = 0; i < kOps; ++i) {
+    if (param.purge_every > 0 &&
+        i % param.purge_every == param.purge_every - 1) {
+      // Delete a block of rows, so tablets shrink and merge.
+      int first = pick(param.rows);
+      for (int k = 0; k < param.rows / 3; ++k) {
+        RowMutation d("r" + std::to_string((first + k) % param.rows));
+        d.DeleteRow();
+        auto r = db_->Apply("t", d, WriteOptions());
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+        model.Apply(d, *r);
+      }
+      if (pick(2) == 0) {
+        // Compaction drops what the deletions hide, so the tablets shrink.
+        Status cs = db_->CompactAll();
+        ASSERT_TRUE(cs.ok()) << cs.ToString();
+      }
+    }
     RowMutation m(row_name());
     int nops = 1 + pick(3);
     for (int j = 0; j < nops; ++j) {
@@ -300,7 +336,36 @@ TEST_F(DBModelTest, RandomMutationsMatchModel) {
   Reopen();
   ASSERT_EQ(Scan("", "", "", std::nullopt, 0),
             model.Read("", "", "", std::nullopt, 0));
+  auto tablets = db_->ListTablets("t");
+  ASSERT_TRUE(tablets.ok());
+  // Contiguous ranges covering the table.
+  ASSERT_FALSE(tablets->empty());
+  EXPECT_EQ(tablets->front().start_row, "");
+  EXPECT_EQ(tablets->back().end_row, "");
+  for (size_t k = 1; k < tablets->size(); ++k) {
+    EXPECT_EQ((*tablets)[k - 1].end_row, (*tablets)[k].start_row);
+    EXPECT_LT((*tablets)[k].start_row, (*tablets)[k].end_row.empty()
+                                           ? std::string(1, '\xff')
+                                           : (*tablets)[k].end_row);
+  }
+  std::printf("%s: %llu splits, %llu merges, %zu tablets at the end\n",
+              param.name, static_cast<unsigned long long>(splits_),
+              static_cast<unsigned long long>(merges_), tablets->size());
+  if (param.purge_every > 0) {
+    EXPECT_GE(splits_, 150u);
+    EXPECT_GE(merges_, 40u);
+  } else {
+    EXPECT_EQ(splits_ + merges_, 0u);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Tablets, DBModelTest,
+    testing::Values(ModelParam{"one_tablet", 1ull << 40, 40, 0, 3000},
+                    ModelParam{"tiny_tablets", 1536, 300, 150, 6000}),
+    [](const testing::TestParamInfo<ModelParam>& info) {
+      return std::string(info.param.name);
+    });
 
 }  // namespace
 }  // namespace tabletfs

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 
 #include "fs/names.h"
 
@@ -67,7 +68,14 @@ FsError DirHandle::Read(off_t offset,
         remembered_.begin(), remembered_.end(),
         [offset](const Position& p) { return p.offset == offset; });
     if (it != remembered_.end()) {
-      TABLETFS_FS_RETURN_IF_ERROR(Reposition(*it));
+      // The stream after this offset is produced again, and the offsets
+      // after it go to the entries produced now: when directories made by
+      // mkdir or files still being created came or went meanwhile, they
+      // name other entries than before. The kernel resumes from what it
+      // passed on last, so only the new ones may be found again.
+      Position pos = *it;
+      remembered_.erase(std::next(it), remembered_.end());
+      TABLETFS_FS_RETURN_IF_ERROR(Reposition(pos));
     } else if (offset > 0 && offset <= max_offset_) {
       // seekdir() to a telldir() older than the remembered window: a new
       // pass from the start, skipping that many entries. Exact when the

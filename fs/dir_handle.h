@@ -5,9 +5,11 @@
 // offset the kernel resumes from, so rows added or removed during a listing
 // never make it skip or repeat, and memory stays bounded however many rows
 // the table has (the store's Scanner streams; only kRememberedEntries keys
-// are kept). An older offset the handle returned (seekdir to an old
-// telldir) restarts the pass and skips that many entries: exact when the
-// directory did not change meanwhile.
+// are kept). Resuming from a remembered offset forgets the offsets after it:
+// they are handed out again, to the entries the resumed stream produces.
+// An older offset the handle returned (seekdir to an old telldir) restarts
+// the pass and skips that many entries: exact when the directory did not
+// change meanwhile.
 //
 // Listing order: tables, rows and qualifiers in byte order (a row listing
 // merges the directories made by mkdir); families (in a row and in

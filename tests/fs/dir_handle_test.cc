@@ -186,6 +186,32 @@ TEST_F(DirHandleTest, StreamsManyQualifiersInSmallBatches) {
   EXPECT_EQ(total, 3000u);
 }
 
+// The kernel asks for more entries than a small getdents buffer takes and
+// resumes from the last one it passed on, so the same offsets are handed
+// out again, for other names when directories made by mkdir (merged live,
+// not from the pass's snapshot) came or went meanwhile. A resume must go
+// on from the name most recently given that offset.
+TEST_F(DirHandleTest, ResumesFromAReissuedOffset) {
+  for (char c = 'a'; c <= 'j'; c++) Put(std::string(1, c), "f", "q");
+  DirHandle d(db_.get(), &ephemeral_, TableNode());
+  off_t last = 0;
+  // One reply: . .. a b c d e (offsets 1 to 7); the caller took up to b.
+  ASSERT_EQ(ReadSome(&d, 0, 7, &last),
+            (std::vector<std::string>{".", "..", "a", "b", "c", "d", "e"}));
+  ephemeral_.AddRow("t", "bb");
+  // From b's offset (4): bb c d now have offsets 5 to 7; the caller took
+  // up to c (6), which was d's offset in the first reply.
+  ASSERT_EQ(ReadSome(&d, 4, 3, &last),
+            (std::vector<std::string>{"bb", "c", "d"}));
+  EXPECT_EQ(ReadSome(&d, 6, 2, &last), (std::vector<std::string>{"d", "e"}));
+  // And the other way: a row gone, so an offset now names a later row.
+  ASSERT_TRUE(ephemeral_.RemoveRow("t", "bb"));
+  ASSERT_EQ(ReadSome(&d, 4, 3, &last),
+            (std::vector<std::string>{"c", "d", "e"}));
+  // The caller took up to c (5, bb's before): d next, not c again.
+  EXPECT_EQ(ReadSome(&d, 5, 1, &last), (std::vector<std::string>{"d"}));
+}
+
 // seekdir() to a telldir() taken more than kRememberedEntries entries ago
 // (a program that walks a huge table and comes back) must not fail.
 TEST_F(DirHandleTest, ResumesFromAnOffsetOlderThanTheRememberedWindow) {

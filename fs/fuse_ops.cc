@@ -88,6 +88,13 @@ mode_t DirMode(const FamilySettings& s) {
   return S_IFDIR | m;
 }
 
+// The path of `name` in directory `parent`, for log lines: "/t", not "//t".
+std::string ChildPath(const Node& parent, std::string_view name) {
+  std::string path = parent.DebugPath();
+  if (path != "/") path += "/";
+  return path.append(name);
+}
+
 // The newest visible version of one cell (at T for `Q@T`).
 struct CellVersion {
   bool exists = false;
@@ -914,7 +921,7 @@ void Filesystem::Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   fuse_entry_param entry;
   if (e.ok()) e = MakeEntry(n, &entry);
   if (!e.ok()) {
-    Refuse(req, "lookup", p.DebugPath() + "/" + name, e);
+    Refuse(req, "lookup", ChildPath(p, name), e);
     return;
   }
   fuse_reply_entry(req, &entry);
@@ -1101,7 +1108,7 @@ void Filesystem::Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name,
   fuse_entry_param entry;
   if (e.ok()) e = MakeEntry(n, &entry);
   if (!e.ok()) {
-    Refuse(req, "mkdir", p.DebugPath() + "/" + name, e);
+    Refuse(req, "mkdir", ChildPath(p, name), e);
     return;
   }
   fuse_reply_entry(req, &entry);
@@ -1169,7 +1176,7 @@ void Filesystem::Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
     }
   }
   if (!e.ok()) {
-    Refuse(req, "rmdir", p.DebugPath() + "/" + name, e);
+    Refuse(req, "rmdir", ChildPath(p, name), e);
     return;
   }
   fuse_reply_err(req, 0);
@@ -1243,7 +1250,7 @@ void Filesystem::Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
     }
   }
   if (!e.ok()) {
-    Refuse(req, "unlink", p.DebugPath() + "/" + name, e);
+    Refuse(req, "unlink", ChildPath(p, name), e);
     return;
   }
   fuse_reply_err(req, 0);
@@ -1318,8 +1325,7 @@ void Filesystem::Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
     }
   }
   if (!e.ok()) {
-    Refuse(req, "rename",
-           p.DebugPath() + "/" + name + " -> " + np.DebugPath() + "/" + newname,
+    Refuse(req, "rename", ChildPath(p, name) + " -> " + ChildPath(np, newname),
            e);
     return;
   }
@@ -1426,7 +1432,7 @@ void Filesystem::Create(fuse_req_t req, fuse_ino_t parent, const char* name,
     }
   }
   if (!e.ok()) {
-    Refuse(req, "create", p.DebugPath() + "/" + name, e);
+    Refuse(req, "create", ChildPath(p, name), e);
     return;
   }
   AddFile(h, fi);

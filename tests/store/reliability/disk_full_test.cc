@@ -2,7 +2,8 @@
 // writes that add data fail NoSpace while deletes and reads still work;
 // with the disk really full, writes (and the background flushes they
 // cause) fail NoSpace without a sticky error; once space returns, writes
-// work again without reopening, and nothing acknowledged is lost.
+// work again without reopening, and nothing acknowledged is lost; a flush
+// and a compaction that failed for lack of space are retried and succeed.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -122,6 +123,112 @@ TEST_F(DiskFullTest, FullDiskRecoversWithoutReopen) {
       "disk full (no space): %d writes refused NoSpace, %d accepted while "
       "full, %d of 20 after space returned; %d cases\n",
       refused, accepted, ok_after, cases_);
+}
+
+uint64_t Level0Files(const DbStats& s) {
+  return s.levels.empty() ? 0 : s.levels[0].files;
+}
+
+size_t SstFiles(MemEnv* env) {
+  auto children = env->GetChildren(kDir);
+  size_t n = 0;
+  if (!children.ok()) return 0;
+  for (const std::string& name : *children) {
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".sst") == 0) ++n;
+  }
+  return n;
+}
+
+// Background work that ran out of space pauses (no sticky error) and is
+// retried once space returns, without reopening: the failed flush by the
+// writes that follow (no Flush() call), the failed compaction by the
+// background thread once a write wakes it.
+TEST_F(DiskFullTest, FailedFlushAndCompactionAreRetriedWhenSpaceReturns) {
+  options_.space_reserve_bytes = 0;
+  Open();
+  ASSERT_TRUE(CreateSchema(db_.get()).ok());
+  for (int i = 0; i < 60; ++i) ASSERT_TRUE(Write(w_.Next()).ok());
+  ASSERT_TRUE(db_->Flush().ok());
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(Write(w_.Next()).ok());
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  const DbStats before = db_->GetStats();
+  const size_t ssts_before = SstFiles(&mem_);
+
+  // The flush's SSTable does not fit.
+  mem_.SetFreeSpace(64);
+  Status s = db_->Flush();
+  EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+  const DbStats failed = db_->GetStats();
+  EXPECT_EQ(failed.flushes, before.flushes);
+  EXPECT_EQ(failed.frozen_memtables, 1u) << "the memtable waits, frozen";
+  EXPECT_EQ(Level0Files(failed), Level0Files(before));
+  EXPECT_EQ(SstFiles(&mem_), ssts_before) << "a partial SSTable was left";
+  EXPECT_TRUE(db_->BackgroundError().ok()) << db_->BackgroundError().ToString();
+  CheckResult full = CheckDb(db_.get(), written_, acked_);
+  EXPECT_TRUE(full.read_error.ok() && full.errors.empty()) << Describe(full);
+
+  // Space returns. Only writes follow: they fill the next memtable, and
+  // its freeze wakes the background work, which flushes both.
+  mem_.SetFreeSpace(MemEnv::kDefaultFreeSpace);
+  int writes = 0;
+  for (; writes < 2000 && db_->GetStats().flushes < failed.flushes + 2;
+       ++writes) {
+    Status w = Write(w_.Next());
+    ASSERT_TRUE(w.ok()) << "write " << writes << ": " << w.ToString();
+  }
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  const int flush_writes = writes;
+  const DbStats retried = db_->GetStats();
+  EXPECT_GE(retried.flushes, failed.flushes + 2)
+      << "the failed flush was not retried after " << writes << " writes";
+  EXPECT_EQ(retried.frozen_memtables, 0u);
+  EXPECT_TRUE(retried.background_error.empty()) << retried.background_error;
+
+  // A compaction that does not fit: CompactAll fails, nothing changes.
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(Write(w_.Next()).ok());
+  ASSERT_TRUE(db_->Flush().ok());
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  const DbStats flushed = db_->GetStats();
+  mem_.SetFreeSpace(1024);
+  s = db_->CompactAll();
+  EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+  const DbStats no_compaction = db_->GetStats();
+  EXPECT_EQ(no_compaction.compactions, flushed.compactions);
+  EXPECT_EQ(Level0Files(no_compaction), Level0Files(flushed));
+  EXPECT_TRUE(db_->BackgroundError().ok()) << db_->BackgroundError().ToString();
+
+  // Space returns; the requested compaction is still pending and runs as
+  // soon as a write's freeze wakes the background thread.
+  mem_.SetFreeSpace(MemEnv::kDefaultFreeSpace);
+  writes = 0;
+  for (; writes < 2000 &&
+         db_->GetStats().compactions == no_compaction.compactions;
+       ++writes) {
+    Status w = Write(w_.Next());
+    ASSERT_TRUE(w.ok()) << "write " << writes << ": " << w.ToString();
+  }
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  const DbStats compacted = db_->GetStats();
+  EXPECT_GT(compacted.compactions, no_compaction.compactions)
+      << "the failed compaction was not retried after " << writes << " writes";
+  EXPECT_TRUE(compacted.background_error.empty()) << compacted.background_error;
+  ASSERT_TRUE(db_->CompactAll().ok());
+  EXPECT_EQ(Level0Files(db_->GetStats()), 0u);
+
+  CheckResult r = CheckDb(db_.get(), written_, acked_);
+  EXPECT_TRUE(r.read_error.ok() && r.errors.empty()) << Describe(r);
+  Open();
+  r = CheckDb(db_.get(), written_, acked_);
+  EXPECT_TRUE(r.read_error.ok() && r.errors.empty()) << Describe(r);
+  EXPECT_TRUE(db_->Verify().ok());
+  std::printf(
+      "disk full (retry): failed flush retried within %d writes (flushes "
+      "%llu -> %llu), failed compaction within %d (compactions %llu -> "
+      "%llu); %d cases\n",
+      flush_writes, static_cast<unsigned long long>(failed.flushes),
+      static_cast<unsigned long long>(retried.flushes), writes,
+      static_cast<unsigned long long>(no_compaction.compactions),
+      static_cast<unsigned long long>(compacted.compactions), cases_);
 }
 
 }  // namespace

@@ -402,5 +402,45 @@ TEST_F(IoErrorTest, RenameFaultDuringAFlushRetry) {
             << ", renames failed: " << final_["rename.injected"] << std::endl;
 }
 
+// Disk full for background work only (the hook's NoSpace on SSTable
+// appends): the flush pauses without a sticky error, writes keep working
+// (the log has room), and once the space is back the writes that follow
+// get the paused flush retried, without a restart.
+TEST_F(IoErrorTest, FlushOutOfSpaceIsRetriedWithoutRestart) {
+  Seed(4);
+  MountWithFaults({"-o", "memtable_bytes=65536"});
+  auto stat = [this](const std::string& key) -> uint64_t {
+    std::istringstream in(Stats());
+    std::string k;
+    uint64_t v = 0;
+    while (in >> k) {
+      if (k == key && in >> v) return v;
+    }
+    return 0;
+  };
+  const uint64_t flushes_before = stat("flushes");
+  SetFaults("nospace append .sst\n");
+  int i = 0;
+  for (; i < 200 && !Contains(Log(), "background work paused"); i++) {
+    WriteAcked("t/r2/f/d" + std::to_string(i), 4000);
+  }
+  ASSERT_TRUE(Contains(Log(), "background work paused: NoSpace: flush: "))
+      << Log();
+  EXPECT_EQ(stat("flushes"), flushes_before);
+  EXPECT_TRUE(Contains(Stats(), "background_error none\n")) << Stats();
+  SetFaults("");  // the space is back
+  for (int j = 0; j < 200 && stat("flushes") < flushes_before + 2; j++, i++) {
+    WriteAcked("t/r2/f/d" + std::to_string(i), 4000);
+  }
+  EXPECT_GE(stat("flushes"), flushes_before + 2)
+      << "the paused flush was not retried";
+  EXPECT_TRUE(Contains(Stats(), "background_error none\n")) << Stats();
+  for (const auto& [r, v] : acked_) EXPECT_EQ(ReadFile(Path(r)), v) << r;
+  RemountCleanAndCheck();
+  EXPECT_GE(final_["append.injected"], 1u);
+  std::cout << acked_.size() << " writes acknowledged; SSTable appends "
+            << "refused NoSpace: " << final_["append.injected"] << std::endl;
+}
+
 }  // namespace
 }  // namespace tabletfs::testing

@@ -145,6 +145,85 @@ TEST_F(DaemonTest, ForegroundRunsUntilUnmounted) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+// -d (and -o debug) as with any libfuse filesystem: the daemon stays in the
+// foreground (the process started is the one serving), libfuse prints
+// every request and reply on stderr, tabletfs adds its debug-level lines
+// (failed lookups), and an unmount ends it with exit code 0.
+TEST_F(DaemonTest, DebugStaysInTheForegroundAndLogsEveryRequest) {
+  const std::vector<std::vector<std::string>> options = {{"-d"},
+                                                         {"-o", "debug"}};
+  for (size_t i = 0; i < options.size(); i++) {
+    const std::vector<std::string>& option = options[i];
+    const std::string table = "t" + std::to_string(i);
+    SCOPED_TRACE(option.back());
+    std::string log = tmp() + "/debug.log";
+    pid_t pid = fork();
+    if (pid == 0) {
+      FILE* f = freopen(log.c_str(), "w", stderr);
+      if (f == nullptr) _exit(126);
+      std::vector<std::string> argv = {TabletfsBinary()};
+      argv.insert(argv.end(), option.begin(), option.end());
+      argv.push_back(datadir());
+      argv.push_back(mnt());
+      std::vector<char*> args;
+      for (std::string& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    for (int i = 0; i < 2000 && !IsMounted(); i++) usleep(5000);
+    ASSERT_TRUE(IsMounted());
+    // Foreground: the process we started serves the mount.
+    EXPECT_EQ(ReadFile(datadir() + "/mount.pid"), std::to_string(pid) + "\n");
+    int status = 0;
+    EXPECT_EQ(waitpid(pid, &status, WNOHANG), 0) << "the daemon exited";
+    ShOk("mkdir " + table + " && ls " + table + " >/dev/null");
+    EXPECT_NE(Sh("ls nosuch 2>/dev/null"), 0);
+    // The replies of those requests were written before they returned.
+    std::string text = ReadFile(log);
+    EXPECT_NE(text.find("opcode: MKDIR"), std::string::npos) << text;
+    EXPECT_NE(text.find("opcode: READDIR"), std::string::npos) << text;
+    EXPECT_NE(text.find("opcode: LOOKUP"), std::string::npos) << text;
+    EXPECT_NE(text.find("success, outsize:"), std::string::npos) << text;
+    EXPECT_NE(text.find("error: -2 (No such file or directory)"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("tabletfs: debug: lookup /nosuch: ENOENT"),
+              std::string::npos)
+        << text;
+    ASSERT_EQ(system(("fusermount3 -u " + mnt()).c_str()), 0);
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    EXPECT_FALSE(IsMounted());
+    EXPECT_NE(access((datadir() + "/mount.pid").c_str(), F_OK), 0);
+    text = ReadFile(log);
+    EXPECT_NE(text.find("tabletfs: info: unmounted " + mnt()),
+              std::string::npos)
+        << text;
+  }
+  // Without it, a foreground daemon prints no requests.
+  std::string log = tmp() + "/quiet.log";
+  ASSERT_EQ(system((TabletfsBinary() + " -f " + datadir() + " " + mnt() +
+                    " 2>" + log + " &")
+                       .c_str()),
+            0);
+  for (int i = 0; i < 2000 && !IsMounted(); i++) usleep(5000);
+  ASSERT_TRUE(IsMounted());
+  ShOk("ls t0 >/dev/null");
+  EXPECT_EQ(Sh("ls nosuch 2>/dev/null"), 2);
+  ASSERT_EQ(system(("fusermount3 -u " + mnt()).c_str()), 0);
+  for (int i = 0;
+       i < 2000 && access((datadir() + "/mount.pid").c_str(), F_OK) == 0; i++) {
+    usleep(5000);
+  }
+  std::string text = ReadFile(log);
+  EXPECT_EQ(text.find("opcode:"), std::string::npos) << text;
+  EXPECT_EQ(text.find("debug:"), std::string::npos) << text;
+  EXPECT_NE(text.find("unmounted"), std::string::npos) << text;
+}
+
 TEST_F(DaemonTest, SigtermUnmountsCleanly) {
   CreateTable("t", {"f"});
   Mount();

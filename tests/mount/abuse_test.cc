@@ -23,6 +23,7 @@
 #include "fs/names.h"
 #include "gtest/gtest.h"
 #include "tests/util/mount_fixture.h"
+#include "tests/util/tree_text.h"
 
 namespace tabletfs::testing {
 namespace {
@@ -49,42 +50,9 @@ class AbuseTest : public MountFixture {
     std::string out;
     for (const char* top :
          {"", ".versions/t", ".versions/u", ".schema/t", ".schema/u"}) {
-      Walk(top, &out);
+      out += TreeText(mnt(), top);
     }
     return out;
-  }
-
-  void Walk(const std::string& rel, std::string* out) {
-    std::string path = rel.empty() ? mnt() : Path(rel);
-    DIR* d = opendir(path.c_str());
-    if (d == nullptr) {
-      *out += rel + ": opendir " + strerror(errno) + "\n";
-      return;
-    }
-    std::vector<std::string> names;
-    while (struct dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") names.push_back(n);
-    }
-    closedir(d);
-    std::sort(names.begin(), names.end());
-    for (const std::string& n : names) {
-      std::string child = rel.empty() ? n : rel + "/" + n;
-      struct stat st;
-      if (lstat(Path(child).c_str(), &st) != 0) {
-        *out += child + ": lstat " + strerror(errno) + "\n";
-        continue;
-      }
-      if (S_ISDIR(st.st_mode)) {
-        *out += child + "/ mode " + std::to_string(st.st_mode) + "\n";
-        Walk(child, out);
-      } else {
-        *out += child + " mode " + std::to_string(st.st_mode) + " mtime " +
-                std::to_string(st.st_mtim.tv_sec) + "." +
-                std::to_string(st.st_mtim.tv_nsec) + " = " +
-                ReadFile(Path(child)) + "\n";
-      }
-    }
   }
 
   // Runs `request` (a syscall returning -1 and setting errno on failure);

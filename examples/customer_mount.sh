@@ -12,39 +12,20 @@
 # PATH.
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-find_bin() {
-  for b in ${TABLETFS_BIN_DIR:-} "$root"/build/release/bin "$root"/build-*/bin \
-           "$root"/build/*/bin; do
-    if [[ -x "$b/$1" ]]; then echo "$b/$1"; return; fi
-  done
-  command -v "$1" || { echo "customer_mount: $1 not found" >&2; exit 1; }
-}
-tabletfs=$(find_bin tabletfs)
-tabletctl=$(find_bin tabletctl)
+# shellcheck source=examples/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck disable=SC2086  # an unset or empty TABLETFS_BIN_DIR adds nothing
+tabletfs=$(find_bin tabletfs ${TABLETFS_BIN_DIR:-})
+# shellcheck disable=SC2086
+tabletctl=$(find_bin tabletctl ${TABLETFS_BIN_DIR:-})
 data=${1:-$(mktemp -d /tmp/customer-data.XXXXXX)}
 mnt=${2:-$(mktemp -d /tmp/customer-mnt.XXXXXX)}
 
-mounted() { awk -v m="$1" '$2 == m {found = 1} END {exit !found}' /proc/self/mounts; }
-
-"$tabletfs" "$data" "$mnt"
-for _ in $(seq 50); do mounted "$mnt" && break; sleep 0.1; done
-mounted "$mnt" || { echo "customer_mount: tabletfs did not mount $mnt" >&2; exit 1; }
-trap 'cd /; mounted "$mnt" && fusermount3 -u "$mnt"' EXIT
-cd "$mnt"
+mount_tabletfs "$tabletfs" "$data" "$mnt"
 
 run() {
   echo "\$ $*"
   "$@"
-}
-failures=0
-show() {  # like run, but a failure is counted and the script goes on
-  echo "\$ $*"
-  "$@" || { echo "(exit status $?)"; failures=$((failures + 1)); }
-}
-put() {  # put FILE VALUE: one new version, the value without a newline
-  echo "\$ printf '%s' '$2' > '$1'"
-  printf '%s' "$2" > "$1"
 }
 
 if [[ -d customer ]]; then run rm -r customer; fi
@@ -73,13 +54,7 @@ show ls .versions/customer/00001/Kundenname
 show grep -r Anytown customer
 
 # Unmount, and wait for the daemon to release the data directory.
-cd /
-pid=$(cat "$data/mount.pid" 2>/dev/null || true)
-fusermount3 -u "$mnt"
-for _ in $(seq 100); do
-  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
+unmount_tabletfs "$data" "$mnt"
 echo
 echo "\$ tabletctl -d $data read customer"
 "$tabletctl" -d "$data" read customer

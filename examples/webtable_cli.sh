@@ -10,15 +10,9 @@
 # in examples/quickstart.sh), written as @MICROSECONDS after a value.
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-find_tabletctl() {
-  if [[ -n "${TABLETCTL:-}" ]]; then echo "$TABLETCTL"; return; fi
-  for b in "$root"/build/release/bin "$root"/build-*/bin "$root"/build/*/bin; do
-    if [[ -x "$b/tabletctl" ]]; then echo "$b/tabletctl"; return; fi
-  done
-  command -v tabletctl || { echo "webtable_cli: tabletctl not found" >&2; exit 1; }
-}
-tabletctl=$(find_tabletctl)
+# shellcheck source=examples/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+tabletctl=${TABLETCTL:-$(find_bin tabletctl)}
 data=${1:-$(mktemp -d /tmp/webtable-cli.XXXXXX)}
 export TABLETFS_DATADIR=$data
 

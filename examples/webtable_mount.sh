@@ -12,35 +12,20 @@
 # Q@T creates the version of cell Q at exactly T.
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-find_bin() {
-  for b in ${TABLETFS_BIN_DIR:-} "$root"/build/release/bin "$root"/build-*/bin \
-           "$root"/build/*/bin; do
-    if [[ -x "$b/$1" ]]; then echo "$b/$1"; return; fi
-  done
-  command -v "$1" || { echo "webtable_mount: $1 not found" >&2; exit 1; }
-}
-tabletfs=$(find_bin tabletfs)
-tabletctl=$(find_bin tabletctl)
+# shellcheck source=examples/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck disable=SC2086  # an unset or empty TABLETFS_BIN_DIR adds nothing
+tabletfs=$(find_bin tabletfs ${TABLETFS_BIN_DIR:-})
+# shellcheck disable=SC2086
+tabletctl=$(find_bin tabletctl ${TABLETFS_BIN_DIR:-})
 data=${1:-$(mktemp -d /tmp/webtable-data.XXXXXX)}
 mnt=${2:-$(mktemp -d /tmp/webtable-mnt.XXXXXX)}
 
-mounted() { awk -v m="$1" '$2 == m {found = 1} END {exit !found}' /proc/self/mounts; }
-
-"$tabletfs" "$data" "$mnt"
-for _ in $(seq 50); do mounted "$mnt" && break; sleep 0.1; done
-mounted "$mnt" || { echo "webtable_mount: tabletfs did not mount $mnt" >&2; exit 1; }
-trap 'cd /; mounted "$mnt" && fusermount3 -u "$mnt"' EXIT
-cd "$mnt"
+mount_tabletfs "$tabletfs" "$data" "$mnt"
 
 run() {
   echo "\$ $*"
   "$@"
-}
-failures=0
-show() {  # like run, but a failure is counted and the script goes on
-  echo "\$ $*"
-  "$@" || { echo "(exit status $?)"; failures=$((failures + 1)); }
 }
 
 t0=1767225600000000
@@ -58,10 +43,6 @@ run cat .schema/webtable/contents
 run mkdir -p webtable/com.cnn.www/contents webtable/com.cnn.www/anchor \
   webtable/com.example.www/contents webtable/com.example.www/anchor \
   webtable/org.wikipedia.en/contents webtable/org.wikipedia.en/anchor
-put() {  # put FILE VALUE: one new version, the value without a newline
-  echo "\$ printf '%s' '$2' > '$1'"
-  printf '%s' "$2" > "$1"
-}
 cnn=webtable/com.cnn.www
 put "$cnn/contents/%@$(t 3)" '<html><head><title>CNN</title></head>v1</html>'
 put "$cnn/contents/%@$(t 5)" '<html><head><title>CNN</title></head>v2</html>'
@@ -84,13 +65,7 @@ show cat ".at/2026-01-01T00:00:05Z/$cnn/contents/%"; echo
 show grep -r CNN webtable
 
 # Unmount, and wait for the daemon to release the data directory.
-cd /
-pid=$(cat "$data/mount.pid" 2>/dev/null || true)
-fusermount3 -u "$mnt"
-for _ in $(seq 100); do
-  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
+unmount_tabletfs "$data" "$mnt"
 echo
 echo "\$ tabletctl -d $data lookup webtable com.cnn.www"
 "$tabletctl" -d "$data" lookup webtable com.cnn.www

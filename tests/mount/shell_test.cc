@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/util/mount_fixture.h"
@@ -14,7 +15,29 @@
 namespace tabletfs::testing {
 namespace {
 
-class ShellTest : public MountFixture {};
+class ShellTest : public MountFixture {
+ protected:
+  // Table t with family f, mounted with `mount_args`, and the directories
+  // t/r/f made through the mount.
+  void MountTableWithRow(const std::vector<std::string>& mount_args = {}) {
+    CreateTable("t", {"f"});
+    Mount(mount_args);
+    ShOk("mkdir -p t/r/f");
+  }
+
+  // Unmounts and returns every stored version of cell t/r/f/`qualifier`,
+  // newest first, read through the API.
+  std::vector<Cell> StoredVersions(const std::string& qualifier) {
+    Unmount();
+    auto db = OpenDb();
+    if (db == nullptr) return {};
+    ReadOptions ro;
+    ro.max_versions = 0;
+    auto cells = db->ReadCell("t", "r", "f", qualifier, ro);
+    EXPECT_TRUE(cells.ok()) << cells.status().ToString();
+    return cells.ok() ? *cells : std::vector<Cell>();
+  }
+};
 
 // The paper's Webtable, through the API.
 void PutWebtable(DB* db) {
@@ -102,9 +125,8 @@ TEST_F(ShellTest, FromAnEmptyMountToCells) {
 }
 
 TEST_F(ShellTest, RefusalsCarryTheDesignedErrno) {
-  CreateTable("t", {"f"});
-  Mount();
-  ShOk("mkdir -p t/r/f && echo v > t/r/f/q");
+  MountTableWithRow();
+  ShOk("echo v > t/r/f/q");
   auto err = [&](int rc) { return rc == 0 ? 0 : errno; };
   EXPECT_EQ(err(mkdir(Path("bad name").c_str(), 0755)), EINVAL);
   EXPECT_EQ(err(mkdir(Path("t/r/nofamily").c_str(), 0755)), ENOENT);
@@ -186,9 +208,8 @@ TEST_F(ShellTest, RowMadeByMkdirIsGoneAfterRemount) {
 }
 
 TEST_F(ShellTest, DdWithSeeksAndTruncate) {
-  CreateTable("t", {"f"});
-  Mount();
-  ShOk("mkdir -p t/r/f && printf 0123456789 > t/r/f/q");
+  MountTableWithRow();
+  ShOk("printf 0123456789 > t/r/f/q");
   ShOk("printf AB | dd of=t/r/f/q bs=1 seek=3 conv=notrunc status=none");
   EXPECT_EQ(ShOk("cat t/r/f/q"), "012AB56789");
   ShOk("printf Z | dd of=t/r/f/q bs=1 seek=12 conv=notrunc status=none");
@@ -209,9 +230,8 @@ TEST_F(ShellTest, DdWithSeeksAndTruncate) {
 }
 
 TEST_F(ShellTest, TouchAndTruncateMakeEmptyCellsThatSurviveRemount) {
-  CreateTable("t", {"f"});
-  Mount();
-  ShOk("mkdir -p t/r/f && touch t/r/f/a && : > t/r/f/b");
+  MountTableWithRow();
+  ShOk("touch t/r/f/a && : > t/r/f/b");
   EXPECT_EQ(ShOk("ls t/r/f"), "a\nb\n");
   Unmount();
   Mount();
@@ -236,21 +256,15 @@ TEST_F(ShellTest, TouchOfAnExistingCellMakesNoNewVersion) {
   EXPECT_EQ(ShOk("stat -c %Y t/r/f/q"), "100\n");
   ShOk("chmod 600 t/r/f/q && chown nobody t/r/f/q");  // succeed, no effect
   EXPECT_EQ(ShOk("stat -c %a t/r/f/q"), "644\n");
-  Unmount();
-  auto db = OpenDb();
-  ReadOptions ro;
-  ro.max_versions = 0;
-  auto cells = db->ReadCell("t", "r", "f", "q", ro);
-  ASSERT_TRUE(cells.ok());
-  ASSERT_EQ(cells->size(), 2u);
-  EXPECT_EQ((*cells)[0].timestamp, 100000000);
-  EXPECT_EQ((*cells)[0].value, "new");
+  std::vector<Cell> cells = StoredVersions("q");
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[0].timestamp, 100000000);
+  EXPECT_EQ(cells[0].value, "new");
 }
 
 TEST_F(ShellTest, VersionNamesWriteExactTimestamps) {
-  CreateTable("t", {"f"});
-  Mount();
-  ShOk("mkdir -p t/r/f && echo now > t/r/f/q && echo old > t/r/f/q@1000000");
+  MountTableWithRow();
+  ShOk("echo now > t/r/f/q && echo old > t/r/f/q@1000000");
   EXPECT_EQ(ShOk("cat t/r/f/q@1000000"), "old\n");
   EXPECT_EQ(ShOk("cat t/r/f/q@1970-01-01T00:00:01.5Z"), "old\n");
   EXPECT_EQ(ShOk("cat t/r/f/q"), "now\n");
@@ -259,39 +273,25 @@ TEST_F(ShellTest, VersionNamesWriteExactTimestamps) {
 }
 
 TEST_F(ShellTest, RedirectsOntoNewFilesMakeOneVersion) {
-  CreateTable("t", {"f"});
-  Mount();
-  ShOk("mkdir -p t/r/f && echo a > t/r/f/w && echo b >> t/r/f/x");
-  Unmount();
-  auto db = OpenDb();
-  ReadOptions ro;
-  ro.max_versions = 0;
+  MountTableWithRow();
+  ShOk("echo a > t/r/f/w && echo b >> t/r/f/x");
   for (const char* q : {"w", "x"}) {
-    auto cells = db->ReadCell("t", "r", "f", q, ro);
-    ASSERT_TRUE(cells.ok());
-    EXPECT_EQ(cells->size(), 1u) << q;
+    EXPECT_EQ(StoredVersions(q).size(), 1u) << q;
   }
 }
 
 TEST_F(ShellTest, SedInPlaceKeepsHistory) {
-  CreateTable("t", {"f"});
-  Mount();
-  ShOk("mkdir -p t/r/f && echo aaa > t/r/f/q && sed -i s/a/b/ t/r/f/q");
+  MountTableWithRow();
+  ShOk("echo aaa > t/r/f/q && sed -i s/a/b/ t/r/f/q");
   EXPECT_EQ(ShOk("cat t/r/f/q"), "baa\n");
-  Unmount();
-  auto db = OpenDb();
-  ReadOptions ro;
-  ro.max_versions = 0;
-  auto cells = db->ReadCell("t", "r", "f", "q", ro);
-  ASSERT_TRUE(cells.ok());
-  ASSERT_EQ(cells->size(), 2u);
-  EXPECT_EQ((*cells)[1].value, "aaa\n");
+  std::vector<Cell> cells = StoredVersions("q");
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[1].value, "aaa\n");
 }
 
 TEST_F(ShellTest, FsyncStatfsAndDf) {
-  CreateTable("t", {"f"});
-  Mount();
-  ShOk("mkdir -p t/r/f && printf abc | dd of=t/r/f/q conv=fsync status=none");
+  MountTableWithRow();
+  ShOk("printf abc | dd of=t/r/f/q conv=fsync status=none");
   ShOk("sync t/r/f/q && sync t/r/f");  // fsync and fsyncdir
   EXPECT_EQ(ShOk("cat t/r/f/q"), "abc");
   EXPECT_EQ(ShOk("stat -f -c %l ."), "255\n");
@@ -301,9 +301,8 @@ TEST_F(ShellTest, FsyncStatfsAndDf) {
 }
 
 TEST_F(ShellTest, EarlyErrorsComeFromWrite) {
-  CreateTable("t", {"f"});
-  Mount({"-o", "max_value_bytes=1000"});
-  ShOk("mkdir -p t/r/f && echo small > t/r/f/q");
+  MountTableWithRow({"-o", "max_value_bytes=1000"});
+  ShOk("echo small > t/r/f/q");
   int fd = open(Path("t/r/f/q").c_str(), O_WRONLY | O_TRUNC);
   ASSERT_GE(fd, 0);
   std::string big(2000, 'x');

@@ -172,14 +172,15 @@ FsError DirHandle::LoadNames() {
       }
       break;
     }
-    case NodeKind::kStatusDir: {
-      DirEntry e;
-      e.name = std::string(kStatsFileName);
-      e.node.kind = NodeKind::kStatusFile;
-      e.node.name = e.name;
-      names_.push_back(std::move(e));
+    case NodeKind::kStatusDir:
+      for (std::string_view name : kStatusFileNames) {
+        DirEntry e;
+        e.name = std::string(name);
+        e.node.kind = NodeKind::kStatusFile;
+        e.node.name = e.name;
+        names_.push_back(std::move(e));
+      }
       break;
-    }
     case NodeKind::kSchemaTable: {
       auto families = db_->ListFamilies(dir_.table);
       if (!families.ok()) return FsErrorFromStatus(families.status());

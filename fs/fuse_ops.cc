@@ -36,6 +36,7 @@
 #include "fs/path_map.h"
 #include "fs/schema_text.h"
 #include "fs/session.h"
+#include "fs/status_files.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
@@ -596,7 +597,8 @@ FsError Filesystem::Stat(const Node& node, fuse_ino_t ino, struct stat* st) {
       return FsError::Ok();
     case NodeKind::kStatusFile: {
       // Generated content, read with direct I/O: the size is a hint.
-      std::string text = db_->GetStats().ToString();
+      std::string text;
+      TABLETFS_FS_RETURN_IF_ERROR(StatusFileText(*db_, node.name, &text));
       FileStat(ino, FamilySettings(), text.size(), NowMicros(), st);
       st->st_mode = S_IFREG | 0444;
       st->st_uid = uid_;
@@ -1448,11 +1450,15 @@ void Filesystem::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (e.ok() && write) e = CheckWritable(n, "open for writing");
   if (e.ok()) {
     switch (n.kind) {
-      case NodeKind::kStatusFile:
-        h = OpenHandle(ino, n, FileHandle::Mode::kRead,
-                       db_->GetStats().ToString(), false);
+      case NodeKind::kStatusFile: {
+        // The text is fixed at open: one read sees one consistent state.
+        std::string text;
+        e = StatusFileText(*db_, n.name, &text);
+        if (!e.ok()) break;
+        h = OpenHandle(ino, n, FileHandle::Mode::kRead, std::move(text), false);
         fi->direct_io = 1;
         break;
+      }
       case NodeKind::kCell: {
         if (write) e = CheckFuture(n);
         if (!e.ok()) break;

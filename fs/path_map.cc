@@ -2,7 +2,9 @@
 
 #include <errno.h>
 
+#include <algorithm>
 #include <functional>
+#include <iterator>
 
 #include "fs/names.h"
 #include "fs/timestamp.h"
@@ -132,7 +134,8 @@ FsError ParseChild(const Node& parent, std::string_view name,
       break;
     }
     case NodeKind::kStatusDir:
-      if (name != kStatsFileName) {
+      if (std::find(std::begin(kStatusFileNames), std::end(kStatusFileNames),
+                    name) == std::end(kStatusFileNames)) {
         return FsError::Of(
             ENOENT, "no status file '" + std::string(name) + "' in .tabletfs");
       }

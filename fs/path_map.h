@@ -74,8 +74,12 @@ inline constexpr std::string_view kSchemaDirName = ".schema";
 inline constexpr std::string_view kVersionsDirName = ".versions";
 inline constexpr std::string_view kAtDirName = ".at";
 inline constexpr std::string_view kStatusDirName = ".tabletfs";
-// The files of `.tabletfs/`.
+// The files of `.tabletfs/` (their text: fs/status_files.h), sorted as `ls`
+// lists them.
 inline constexpr std::string_view kStatsFileName = "stats";
+inline constexpr std::string_view kTabletsFileName = "tablets";
+inline constexpr std::string_view kStatusFileNames[] = {kStatsFileName,
+                                                        kTabletsFileName};
 
 // What `name` in directory `parent` refers to. For a hashed name (a long key
 // shown as "PREFIX%~HASH"), *hashed is set to the parsed name and the key

@@ -102,6 +102,13 @@ TEST(PathMapTest, VersionsAndAtViews) {
   Node stats = Child(Child(Root(), ".tabletfs"), "stats");
   EXPECT_EQ(stats.kind, NodeKind::kStatusFile);
   EXPECT_FALSE(stats.IsDirectory());
+  Node tablets = Child(Child(Root(), ".tabletfs"), "tablets");
+  EXPECT_EQ(tablets.kind, NodeKind::kStatusFile);
+  EXPECT_EQ(tablets.name, "tablets");
+  EXPECT_EQ(ListedName(tablets), "tablets");
+  EXPECT_EQ(tablets.DebugPath(), "/.tabletfs/tablets");
+  EXPECT_EQ(ChildErr(tablets, "x"), ENOTDIR);
+  EXPECT_EQ(ChildErr(Child(Root(), ".tabletfs"), "tablet"), ENOENT);
 }
 
 TEST(PathMapTest, SchemaTree) {

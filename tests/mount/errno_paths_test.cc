@@ -122,6 +122,7 @@ const std::vector<std::string>& Files() {
       ".versions/t/r/f/a@" + std::to_string(kNew),
       ".schema/t/f",
       ".tabletfs/stats",
+      ".tabletfs/tablets",
   };
   return files;
 }

@@ -165,7 +165,7 @@ TEST_F(ViewsTest, StatsFile) {
   Mount();
   std::string stats = ShOk("cat .tabletfs/stats");
   EXPECT_NE(stats.find("memtable"), std::string::npos) << stats;
-  EXPECT_EQ(ShOk("ls .tabletfs"), "stats\n");
+  EXPECT_EQ(ShOk("ls .tabletfs"), "stats\ntablets\n");
   EXPECT_NE(Sh("echo x > .tabletfs/stats 2>/dev/null"), 0);
 }
 

@@ -102,6 +102,20 @@ const std::vector<Command>& AllCommands() {
        "deletions",
        "", &Compact},
       {"stats", "stats", "Print the engine's statistics", "", &Stats},
+      {"tablets", "tablets [TABLE]",
+       "List the tablets of every table, or of TABLE, one per line",
+       "The lines of MOUNT/.tabletfs/tablets: tables by name, each table's\n"
+       "tablets in row order, fields separated by one TAB, no header:\n"
+       "  TABLE START END BYTES FILES [SAMPLE...]\n"
+       "The tablet holds the rows START <= row < END. Rows are shown as the\n"
+       "mount names them (%XX escapes, %~HASH for long keys); '-' is the\n"
+       "unbounded START of a table's first tablet and END of its last.\n"
+       "BYTES: its data (SSTables, its share of shared ones, and memtables);\n"
+       "FILES: its SSTables; SAMPLE: zero or more rows inside it that cut its\n"
+       "data into about equal parts. Example: tabletctl tablets | wc -l\n"
+       "Splits and merges follow the threshold of whoever has the directory\n"
+       "open: tabletctl itself uses the default (128 MiB).\n",
+       &Tablets},
       {"check", "check",
        "Verify every checksum of every live file (exit code 1 on damage)", "",
        &Check},

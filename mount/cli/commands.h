@@ -102,6 +102,8 @@ int Export(DB& db, const Args& args, std::ostream& out, std::ostream& err);
 // ---- Maintenance (maintenance.cc) ----
 int Compact(DB& db, const Args& args, std::ostream& out, std::ostream& err);
 int Stats(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+// tablets [TABLE]: the lines of .tabletfs/tablets (fs/status_files.h).
+int Tablets(DB& db, const Args& args, std::ostream& out, std::ostream& err);
 int Check(DB& db, const Args& args, std::ostream& out, std::ostream& err);
 
 // ---- Debugging (dump.cc) ----

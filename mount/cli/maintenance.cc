@@ -1,10 +1,12 @@
-// `tabletctl compact`, `stats` and `check`.
+// `tabletctl compact`, `stats`, `tablets` and `check`.
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "fs/status_files.h"
 #include "mount/cli/commands.h"
 #include "mount/cli/progress.h"
 #include "mount/cli/text.h"
@@ -88,6 +90,16 @@ int Compact(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
 int Stats(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
   if (!args.empty()) return UsageError(err, "stats", "takes no arguments");
   out << db.GetStats().ToString();
+  return kExitOk;
+}
+
+int Tablets(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
+  if (args.size() > 1) return UsageError(err, "tablets", "too many arguments");
+  std::optional<std::string> table;
+  if (!args.empty()) table = args[0];
+  Result<std::string> text = fs::TabletsText(db, table);
+  if (!text.ok()) return Fail(err, "tablets", text.status());
+  out << *text;
   return kExitOk;
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "store/db.h"
+#include "store/env/mem_env.h"
 
 namespace tabletfs::cli {
 namespace {
@@ -392,6 +393,81 @@ TEST_F(CommandsTest, MaintenanceCommands) {
   // Data survives compaction and reopening.
   Reopen();
   EXPECT_EQ(Ok({"count", "webtable"}), "3\n");
+}
+
+TEST_F(CommandsTest, TabletsOfEveryTableOrOne) {
+  Ok({"createtable", "b", "families=f"});
+  Ok({"createtable", "a"});
+  EXPECT_EQ(Ok({"tablets"}), "a\t-\t-\t0\t0\nb\t-\t-\t0\t0\n");
+  EXPECT_EQ(Ok({"tablets", "a"}), "a\t-\t-\t0\t0\n");
+  Ok({"set", "b", "r", "f:q=" + std::string(500, 'v')});
+  const std::string b = Ok({"tablets", "b"});
+  EXPECT_THAT(b, StartsWith("b\t-\t-\t"));
+  EXPECT_GE(std::stoull(b.substr(6)), 500u) << b;  // BYTES counts the memtable
+
+  Outcome o = Run({"tablets", "nope"});
+  EXPECT_EQ(o.code, kExitFailure);
+  EXPECT_THAT(o.err, StartsWith("tabletctl tablets: "));
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  EXPECT_EQ(o.out, "");
+  EXPECT_EQ(Run({"tablets", "a", "b"}).code, kExitUsage);
+  o = Run({"tablets", "--help"});
+  EXPECT_EQ(o.code, kExitOk);
+  EXPECT_THAT(o.out, HasSubstr("TABLE START END BYTES FILES [SAMPLE...]"));
+}
+
+TEST_F(CommandsTest, TabletsAfterSplits) {
+  // In memory: the many small splits and merges of a tiny threshold cost
+  // seconds of fsyncs on a disk.
+  std::unique_ptr<Env> env = NewMemEnv();
+  Options options;
+  options.env = env.get();
+  options.tablet_split_bytes = 4096;
+  auto opened = DB::Open(options, "/split");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  DB& db = **opened;
+  ASSERT_TRUE(db.CreateTable("t").ok());
+  ASSERT_TRUE(db.CreateFamily("t", "f", FamilySettings()).ok());
+  uint64_t x = 2463534242;
+  for (int i = 0; i < 300; ++i) {
+    std::string value;
+    for (int j = 0; j < 100; ++j) {
+      x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+      value += static_cast<char>('a' + x % 26);
+    }
+    char row[16];
+    snprintf(row, sizeof(row), "row %03d", i);
+    RowMutation m(row);
+    m.SetCell("f", "q", value);
+    ASSERT_TRUE(db.Apply("t", m, WriteOptions()).ok());
+  }
+  ASSERT_TRUE(db.Flush().ok());
+  ASSERT_TRUE(db.WaitForIdle().ok());
+  std::ostringstream out, err;
+  ASSERT_EQ(RunCommand(db, {"tablets", "t"}, out, err), kExitOk) << err.str();
+  // One line per tablet; the ranges chain from '-' to '-' through rows
+  // named as the mount names them ("row 042": spaces are kept).
+  std::istringstream lines(out.str());
+  std::string line, expected_start = "-";
+  int n = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string table, start, end;
+    ASSERT_TRUE(std::getline(fields, table, '\t'));
+    ASSERT_TRUE(std::getline(fields, start, '\t'));
+    ASSERT_TRUE(std::getline(fields, end, '\t'));
+    EXPECT_EQ(table, "t");
+    EXPECT_EQ(start, expected_start) << out.str();
+    if (end != "-") {
+      EXPECT_THAT(end, StartsWith("row "));
+      EXPECT_EQ(end.size(), 7u) << end;
+    }
+    expected_start = end;
+    ++n;
+  }
+  EXPECT_EQ(expected_start, "-") << out.str();
+  EXPECT_GT(n, 1) << out.str();
+  EXPECT_EQ(static_cast<size_t>(n), db.ListTablets("t")->size());
 }
 
 TEST_F(CommandsTest, DumpTableAndLog) {

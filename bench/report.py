@@ -3,8 +3,8 @@
 
     bench/report.py OUTDIR
 
-Reads OUTDIR/machine.json, OUTDIR/store.jsonl and OUTDIR/fs-*.jsonl (any of
-them may be missing) and writes OUTDIR/report.md: medians with min-max over
+Reads OUTDIR/machine.json, OUTDIR/store.jsonl, OUTDIR/tablets.jsonl and
+OUTDIR/fs-*.jsonl (any of them may be missing) and writes OUTDIR/report.md: medians with min-max over
 the repetitions, tabletfs' ratio to each other engine (or filesystem) next to
 the issue's targets, and a list of the rows that could not be measured and
 why. Standard library only.
@@ -335,6 +335,73 @@ def fs_section(reps, out, counts):
     return missing
 
 
+# Issue 6: the longest pause a split or merge imposes, in microseconds.
+TABLET_PAUSE_TARGET_US = 10000
+
+
+def tablets_section(rows, out):
+    """Tablet splits: tabletfs_tabletbench with splits on and off."""
+    ok = [r["result"] for r in rows if "result" in r]
+    if not ok and not rows:
+        return []
+    out.append("## Tablet splits\n")
+    on = [r for r in ok if r["split_bytes"] != 0]
+    off = [r for r in ok if r["split_bytes"] == 0]
+    if on:
+        r = on[0]
+        out.append(f"`tabletfs_tabletbench`: {r['writers']} writers write "
+                   f"{r['num']:,} rows of {r['value_size']:,} bytes in random "
+                   f"order, then delete {r['deletes']:,} of them and "
+                   f"CompactAll, one reader reading (and scanning) throughout; "
+                   f"tablet_split_bytes {size(r['split_bytes'])} against "
+                   f"splits off. Medians (min–max) over the repetitions; "
+                   f"latencies in µs.\n")
+    out.append("| measure | splits on | splits off |")
+    out.append("|---|---:|---:|")
+    for key, label in [("splits", "splits"), ("merges", "merges"),
+                       ("tablets_peak", "tablets after the writes"),
+                       ("max_pause_us", "longest writer pause (engine, µs)"),
+                       ("write_max_us", "write max"),
+                       ("write_p999_us", "write p99.9"),
+                       ("write_p99_us", "write p99"),
+                       ("delete_max_us", "delete max"),
+                       ("delete_p999_us", "delete p99.9"),
+                       ("read_max_us", "read max"),
+                       ("read_p999_us", "read p99.9"),
+                       ("read_p99_us", "read p99"),
+                       ("write_seconds", "write phase (s)"),
+                       ("delete_seconds", "delete + compaction phase (s)")]:
+        digits = 2 if key.endswith("seconds") else 0
+        out.append(f"| {label} | {cell([r.get(key) for r in on], digits)} | "
+                   f"{cell([r.get(key) for r in off], digits)} |")
+    pauses = [r["max_pause_us"] for r in on]
+    if pauses:
+        worst = max(pauses)
+        mark = "✓" if worst < TABLET_PAUSE_TARGET_US else "✗"
+        out.append(f"\nTarget (issue 6): a split or merge holds writers back "
+                   f"under {TABLET_PAUSE_TARGET_US / 1000:.0f} ms; worst "
+                   f"engine-measured pause over the runs: {worst / 1000:.2f} "
+                   f"ms {mark}\n")
+    return [f"tablets rep {r['rep']} {r['failed']['label']} failed "
+            f"(exit {r['failed']['rc']})" for r in rows if "failed" in r]
+
+
+def check_tablets(rows):
+    problems = []
+    for row in rows:
+        r = row.get("result")
+        if r is None:
+            continue
+        where = f"tablets rep {row['rep']} {r['label']}"
+        if r["write_count"] != r["num"]:
+            problems.append(f"{where}: wrote {r['write_count']} of {r['num']}")
+        if r["split_bytes"] != 0 and r["splits"] == 0:
+            problems.append(f"{where}: no split")
+        if r["split_bytes"] == 0 and r["splits"] + r["merges"] != 0:
+            problems.append(f"{where}: splits with splits off")
+    return problems
+
+
 def main():
     if len(sys.argv) != 2:
         print("usage: bench/report.py OUTDIR", file=sys.stderr)
@@ -367,19 +434,23 @@ def main():
     out.append("")
     store_rows = load_jsonl(os.path.join(outdir, "store.jsonl"))
     failures = store_section(store_rows, out)
+    tablet_rows = load_jsonl(os.path.join(outdir, "tablets.jsonl"))
+    tablet_failures = tablets_section(tablet_rows, out)
     fs_reps = [load_jsonl(p) for p in sorted(glob.glob(os.path.join(outdir, "fs-*.jsonl")))]
     fs_counts = {}
     missing = fs_section(fs_reps, out, fs_counts)
     out.append("## Missing rows\n")
-    if not failures and not missing:
+    if not failures and not missing and not tablet_failures:
         out.append("None.\n")
+    for line in tablet_failures:
+        out.append(f"- {line} (see tablets.err)")
     for s, rep, engine, workload, rc in failures:
         out.append(f"- store set {s} rep {rep}: {workload} on {engine} failed "
                    f"(exit {rc}; see store.err)")
     for target, why in sorted(missing.items()):
         out.append(f"- {target}: {why}")
     out.append("")
-    problems = check_store(store_rows)
+    problems = check_store(store_rows) + check_tablets(tablet_rows)
     bad_counts = [f"{t}: find counted {c[0]} entries, expected {c[1]}"
                   for t, c in fs_counts.items() if c[0] != c[1]]
     problems += bad_counts

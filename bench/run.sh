@@ -2,7 +2,7 @@
 # The whole benchmark of issue 8 in one command; writes OUTDIR/report.md.
 #
 #   bench/run.sh [--quick] [--bin-dir DIR] [--reps N] [--engines a,b,c]
-#                [--only store|fs] OUTDIR
+#                [--only store|tablets|fs] OUTDIR
 #
 # Without --bin-dir it installs the bench packages (scripts/install-deps.sh
 # bench) and builds a Release tree with -DTABLETFS_BENCH=ON into
@@ -15,11 +15,16 @@
 #            Set M  Set A with --matched options, one repetition
 #          workloads fillseq fillrandom overwrite readrandom readmissing
 #          readseq seekrandom (reads/10 seeks) mixed (2 threads)
+#   tablets tabletfs_tabletbench: 1,000,000 1,000-byte rows written by 2
+#          threads with tablet_split_bytes 4 MiB (then 90 % deleted and
+#          compacted: merges), a reader alongside, against splits off; the
+#          longest pause and the max / p99.9 latencies (N repetitions)
 #   fs     bench/fs_bench.sh: the 100,000-file tree on native, libfuse
 #          passthrough and tabletfs, the 10,000-file variant with
 #          passthrough_ll, stat() rates against libfuse's null, 64 MiB cell
 #          (N repetitions; --drop-caches when root)
-# Raw results: OUTDIR/store.jsonl, OUTDIR/fs-REP.jsonl, OUTDIR/machine.json;
+# Raw results: OUTDIR/store.jsonl, OUTDIR/tablets.jsonl, OUTDIR/fs-REP.jsonl,
+# OUTDIR/machine.json;
 # bench/report.py turns them into OUTDIR/report.md.
 #
 # --quick: tiny sizes, one repetition, under a minute: the harness's own
@@ -59,9 +64,11 @@ IFS=, read -r -a engine_list <<<"$engines"
 if ((quick)); then
   reps=${reps:-1}
   set_a=(2000 100) set_b=(500 1000) sync_num=100 per_run_timeout=60
+  tablet_args=(--num=20000 --split_bytes=262144)
 else
   reps=${reps:-3}
   set_a=(1000000 100) set_b=(200000 1000) sync_num=10000 per_run_timeout=1800
+  tablet_args=(--num=1000000 --split_bytes=4194304)
 fi
 
 # ---- build -----------------------------------------------------------------
@@ -81,6 +88,7 @@ if [[ -z "$bin_dir" ]]; then
 fi
 bin_dir=$(cd "$bin_dir" && pwd)
 dbbench=$bin_dir/tabletfs_dbbench
+tabletbench=$bin_dir/tabletfs_tabletbench
 
 # ---- machine ---------------------------------------------------------------
 mkdir -p "$data"
@@ -185,8 +193,43 @@ store_sync() {  # the 10,000-synced-writes variant
   done
 }
 
+# ---- tablets ----------------------------------------------------------------
+tablet_failures=0
+# tablet_run REP LABEL SPLIT_BYTES: one tabletfs_tabletbench run.
+tablet_run() {
+  local rep=$1 label=$2 split=$3 line rc=0
+  echo "tablets: rep $rep $label" >&2
+  line=$(timeout "$per_run_timeout" "$tabletbench" --db="$data/tablets" \
+           "${tablet_args[@]}" --split_bytes="$split" --label="$label" \
+           2>>"$outdir/tablets.err") || rc=$?
+  if ((rc == 0)) && [[ "$line" == tabletbench\ \{* ]]; then
+    printf '{"rep":%d,"result":%s}\n' "$rep" "${line#tabletbench }" \
+      >>"$outdir/tablets.jsonl"
+  else
+    tablet_failures=$((tablet_failures + 1))
+    echo "tablets: FAILED ($rc): rep $rep $label" >&2
+    printf '{"rep":%d,"failed":{"label":"%s","rc":%d}}\n' "$rep" "$label" \
+      "$rc" >>"$outdir/tablets.jsonl"
+  fi
+  rm -rf "$data/tablets"
+}
+
 start=$SECONDS
-if [[ "$only" != fs ]]; then
+if [[ "$only" == "" || "$only" == store || "$only" == tablets ]]; then
+  : >"$outdir/tablets.jsonl"
+  : >"$outdir/tablets.err"
+  for ((rep = 1; rep <= reps; rep++)); do
+    split=${tablet_args[1]#--split_bytes=}
+    if ((rep % 2)); then
+      tablet_run "$rep" splits "$split"
+      tablet_run "$rep" nosplits 0
+    else
+      tablet_run "$rep" nosplits 0
+      tablet_run "$rep" splits "$split"
+    fi
+  done
+fi
+if [[ "$only" == "" || "$only" == store ]]; then
   : >"$store_out"
   : >"$outdir/store.err"
   store_set A "${set_a[0]}" "${set_a[1]}" "$reps"
@@ -197,7 +240,7 @@ fi
 
 # ---- filesystem --------------------------------------------------------------
 fs_failed=0
-if [[ "$only" != store ]]; then
+if [[ "$only" == "" || "$only" == fs ]]; then
   rm -f "$outdir"/fs-*.jsonl
   fs_args=(--bin-dir "$bin_dir" --work "$data/fs")
   if ((quick)); then
@@ -224,11 +267,12 @@ if ((report_rc != 0)); then
   exit 1
 fi
 
-if ((store_failures > 0 || fs_failed)); then
-  echo "bench/run.sh: $store_failures store run(s) failed, fs failed=$fs_failed" >&2
+if ((store_failures > 0 || tablet_failures > 0 || fs_failed)); then
+  echo "bench/run.sh: $store_failures store run(s) and $tablet_failures" \
+    "tablet run(s) failed, fs failed=$fs_failed" >&2
   exit 1
 fi
-if [[ "$only" != fs && ! -s "$store_out" ]]; then
+if [[ ("$only" == "" || "$only" == store) && ! -s "$store_out" ]]; then
   echo "bench/run.sh: no store results" >&2
   exit 1
 fi

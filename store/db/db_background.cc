@@ -370,11 +370,14 @@ Status DBImpl::SyncOrFlushRequest(bool flush_memtable) {
   Status status = bg_error_;
   uint64_t target = 0;  // flush every memtable frozen up to this order
   if (status.ok() && flush_memtable) {
-    for (const auto& [id, t] : tablets_) FreezeTablet(t.get());
-    target = freeze_order_;
-    mem_added_ = 0;
-    // A fresh log, so once the flushes finish every older log can go.
+    // A fresh log first, so the flushes below record it as every tablet's
+    // position and every older log can go once they finish.
     if (log_file_bytes_ > 0) status = SwitchLog();
+    if (status.ok()) {
+      for (const auto& [id, t] : tablets_) FreezeTablet(t.get());
+      target = freeze_order_;
+      mem_added_ = 0;
+    }
   } else if (status.ok()) {
     LogWriter* log = log_.get();
     mu_.Unlock();

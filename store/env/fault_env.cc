@@ -1,6 +1,8 @@
 #include "store/env/fault_env.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include "store/env/env_path.h"
@@ -189,6 +191,14 @@ Status FaultInjectionEnv::FileAppend(WritableFile* base,
 
 Status FaultInjectionEnv::FileSync(WritableFile* base, uint64_t id,
                                    const std::string& path) {
+  uint64_t delay = 0;
+  {
+    MutexLock lock(&mu_);
+    if (path.find(sync_delay_target_) != std::string::npos) {
+      delay = sync_delay_micros_;
+    }
+  }
+  if (delay > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay));
   MutexLock lock(&mu_);
   TABLETFS_RETURN_IF_ERROR(BeginOpLocked(FaultOp::kSync, "sync " + path));
   TABLETFS_RETURN_IF_ERROR(base->Sync());
@@ -585,6 +595,12 @@ void FaultInjectionEnv::SetFreeSpace(uint64_t bytes) {
   }
   MutexLock lock(&mu_);
   free_space_ = bytes;
+}
+
+void FaultInjectionEnv::SetSyncDelay(uint64_t micros, std::string target) {
+  MutexLock lock(&mu_);
+  sync_delay_micros_ = micros;
+  sync_delay_target_ = std::move(target);
 }
 
 }  // namespace tabletfs

@@ -144,6 +144,12 @@ class FaultInjectionEnv : public Env {
   // beyond them with NoSpace (removals do not give space back).
   void SetFreeSpace(uint64_t bytes) EXCLUDES(mu_);
 
+  // A slow disk: every WritableFile::Sync() whose path contains `target`
+  // (all files when empty) sleeps `micros` before it syncs, without holding
+  // this env's lock, so races that a fast MemEnv hides get time to happen.
+  // 0 turns it off.
+  void SetSyncDelay(uint64_t micros, std::string target = {}) EXCLUDES(mu_);
+
  private:
   class FaultSequentialFile;
   class FaultRandomAccessFile;
@@ -211,6 +217,8 @@ class FaultInjectionEnv : public Env {
   };
   std::array<std::vector<FailRule>, kNumFaultOps> fail_all_ GUARDED_BY(mu_);
   std::optional<uint64_t> free_space_ GUARDED_BY(mu_);
+  uint64_t sync_delay_micros_ GUARDED_BY(mu_) = 0;
+  std::string sync_delay_target_ GUARDED_BY(mu_);
 
   uint64_t next_file_id_ GUARDED_BY(mu_) = 1;
   std::map<uint64_t, FileState> files_ GUARDED_BY(mu_);

@@ -208,7 +208,11 @@ Status DBImpl::FinishRecovery(const std::vector<uint64_t>& old_logs) {
   }
   std::string path = FileName(new_log, ".log");
   TABLETFS_ASSIGN_OR_RETURN(auto file, env_->NewWritableFile(path));
-  log_ = std::make_unique<LogWriter>(std::move(file));
+  {
+    MutexLock lg(&log_mu_);
+    log_ = std::make_unique<LogWriter>(std::move(file));
+    log_synced_bytes_ = 0;
+  }
   // The log's directory entry must be durable before a synced write in it
   // is acknowledged.
   TABLETFS_RETURN_IF_ERROR(env_->SyncDir(dir_));
@@ -233,7 +237,11 @@ void DBImpl::RollLogAfterFailure() {
     bg_error_ = file.status().WithContext("replacing a failed log");
     return;
   }
-  log_ = std::make_unique<LogWriter>(std::move(*file));
+  {
+    MutexLock lg(&log_mu_);
+    log_ = std::make_unique<LogWriter>(std::move(*file));
+    log_synced_bytes_ = 0;
+  }
   current_log_number_ = number;
   log_file_bytes_ = 0;
   log_sizes_[number] = 0;
@@ -253,12 +261,19 @@ Status DBImpl::SwitchLog() {
   // The old log is synced before it is closed: its writes may have been
   // acknowledged without sync, and a later DB::Sync() or synced write only
   // syncs the new log, yet promises durability for everything acknowledged
-  // before it. The front writer owns log_, so the sync runs without mu_
-  // (nobody else touches log_).
-  LogWriter* old_log = log_.get();
+  // before it. The sync runs without mu_; log_mu_ keeps a flush's sync
+  // (SyncLogForFlush) off the old log from its close to its replacement.
   mu_.Unlock();
-  Status s = old_log->Sync();
-  if (s.ok()) s = old_log->Close();
+  Status s;
+  {
+    MutexLock lg(&log_mu_);
+    s = log_->Sync();
+    if (s.ok()) s = log_->Close();
+    if (s.ok()) {
+      log_ = std::make_unique<LogWriter>(std::move(*file));
+      log_synced_bytes_ = 0;
+    }
+  }
   mu_.Lock();
   if (!s.ok()) {
     // The old log may now end in a partial sync: its entries' durability is
@@ -268,7 +283,6 @@ Status DBImpl::SwitchLog() {
     return bg_error_;
   }
   ++stat_log_syncs_;
-  log_ = std::make_unique<LogWriter>(std::move(*file));
   current_log_number_ = number;
   log_file_bytes_ = 0;
   log_sizes_[number] = 0;
@@ -379,9 +393,12 @@ Status DBImpl::SyncOrFlushRequest(bool flush_memtable) {
       mem_added_ = 0;
     }
   } else if (status.ok()) {
-    LogWriter* log = log_.get();
     mu_.Unlock();
-    status = log->Sync();
+    {
+      MutexLock lg(&log_mu_);
+      status = log_->Sync();
+      if (status.ok()) log_synced_bytes_ = log_->size();
+    }
     mu_.Lock();
     if (status.ok()) {
       ++stat_log_syncs_;
@@ -695,11 +712,14 @@ Status DBImpl::FlushImmutable(std::shared_ptr<Tablet> t) {
       {{lo, hi, [mem = imm.mem] { return MemTable::NewIterator(mem); }}});
   Status s = WriteTables(iter.get(), tables, nullptr, 0,
                          /*move_large_values=*/true, id, &edit.added_files);
+  bool synced = false;
+  if (s.ok()) s = SyncLogForFlush(&synced);
   if (s.ok()) {
     MutexLock sl(&schema_mu_);
     s = LogEdit(edit);
   }
   mu_.Lock();
+  if (synced) ++stat_log_syncs_;
   if (!s.ok()) {
     // WriteTables removes its own outputs when it fails. When the manifest
     // write failed, the edit may be on disk and the next open may use the
@@ -712,6 +732,23 @@ Status DBImpl::FlushImmutable(std::shared_ptr<Tablet> t) {
   Log(LogLevel::kDebug, "flushed a memtable of tablet " + std::to_string(id) +
                             " into " + std::to_string(edit.added_files.size()) +
                             " level-0 files");
+  return s;
+}
+
+Status DBImpl::SyncLogForFlush(bool* synced) {
+  // Writes to other tablets acknowledged before this memtable's last entry
+  // may be only in the log; once the edit below is synced this memtable's
+  // entries survive a power loss, so those writes must too. Older logs were
+  // synced when they were switched.
+  MutexLock lg(&log_mu_);
+  *synced = false;
+  if (log_ == nullptr || log_->size() <= log_synced_bytes_) {
+    return Status::OK();
+  }
+  Status s = log_->Sync();
+  if (!s.ok()) return s.WithContext("syncing the log before a flush");
+  log_synced_bytes_ = log_->size();
+  *synced = true;
   return s;
 }
 

@@ -118,6 +118,7 @@ DBImpl::DBImpl(const Options& options, std::string dir)
 
 DBImpl::~DBImpl() {
   StopBackground();
+  MutexLock l(&log_mu_);
   if (log_ != nullptr) {
     // Closing syncs so a clean shutdown never loses an acknowledged write.
     log_->Sync().IgnoreError();
@@ -848,8 +849,14 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
     mu_.Unlock();
     // Only the leader touches log_ and inserts into memtables (tablets do
     // not change meanwhile: QuiesceWriters waits for leader_filling_).
-    status = log_->AddRecord(record);
-    if (status.ok()) status = sync ? log_->Sync() : log_->Flush();
+    uint64_t log_bytes = 0;
+    {
+      MutexLock lg(&log_mu_);
+      status = log_->AddRecord(record);
+      if (status.ok()) status = sync ? log_->Sync() : log_->Flush();
+      log_bytes = log_->size();
+      if (status.ok() && sync) log_synced_bytes_ = log_bytes;
+    }
     if (status.ok()) {
       for (const Entry& e : entries) e.mem->Add(e.key, e.value);
     }
@@ -862,7 +869,7 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
       stat_bytes_user_ += user_bytes;
       stat_bytes_disk_ += record.size();
       if (sync) ++stat_log_syncs_;
-      log_file_bytes_ = log_->size();
+      log_file_bytes_ = log_bytes;
       log_sizes_[current_log_number_] = log_file_bytes_;
     } else if (status.IsNoSpace()) {
       // The numbers are burnt, never reused: the record may have reached

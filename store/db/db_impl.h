@@ -259,6 +259,10 @@ class DBImpl final : public DB {
   std::shared_ptr<Tablet> NextFlush() REQUIRES(mu_);
   // Flushes t->imm.front() (unlocks mu_ while writing).
   Status FlushImmutable(std::shared_ptr<Tablet> t) REQUIRES(mu_);
+  // Syncs the log before a flush's manifest edit makes a memtable durable,
+  // so that whatever survives a power loss is a prefix of the writes across
+  // tablets (store/doc/tablets.md). Sets *synced when it synced.
+  Status SyncLogForFlush(bool* synced) EXCLUDES(mu_, log_mu_);
   bool PickCompaction(Compaction* c) REQUIRES(mu_);
   void PickTabletCompaction(std::shared_ptr<Tablet> t, bool manual,
                             Compaction* c) REQUIRES(mu_);
@@ -362,8 +366,14 @@ class DBImpl final : public DB {
   uint64_t manual_ticket_ GUARDED_BY(mu_) = 0;
 
   std::deque<Writer*> writers_ GUARDED_BY(mu_);
-  // Owned by the front writer of writers_ while it commits.
-  std::unique_ptr<LogWriter> log_;
+  // The commit log. Only the front writer of writers_ appends to it or
+  // replaces it; log_mu_ is held around every use, so a flush can sync it
+  // from the background thread (SyncLogForFlush) without racing an append.
+  // Taken without mu_, or inside it (never mu_ inside log_mu_).
+  Mutex log_mu_ ACQUIRED_AFTER(mu_);
+  std::unique_ptr<LogWriter> log_ GUARDED_BY(log_mu_);
+  // Bytes of log_ known to be synced.
+  uint64_t log_synced_bytes_ GUARDED_BY(log_mu_) = 0;
   uint64_t log_file_bytes_ GUARDED_BY(mu_) = 0;
 
   static constexpr int kRowLockStripes = 64;

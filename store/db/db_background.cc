@@ -20,6 +20,8 @@ namespace {
 // Level-0 files that trigger a compaction, and that stall writers.
 constexpr int kL0CompactionTrigger = 4;
 constexpr int kL0StopWrites = 12;
+// How often paused background work looks for free space that came back.
+constexpr std::chrono::microseconds kPausedRetryInterval{1000000};
 
 std::string RowPrefixOf(std::string_view key) {
   ParsedKey p;
@@ -469,7 +471,13 @@ bool DBImpl::HasBackgroundWork() {
 void DBImpl::BackgroundLoop() {
   MutexLock l(&mu_);
   while (true) {
-    while (!shutting_down_ && !HasBackgroundWork()) Await(&bg_cv_);
+    while (!shutting_down_ && !HasBackgroundWork()) {
+      if (bg_paused_ && bg_error_.ok()) {
+        if (!AwaitFor(&bg_cv_, kPausedRetryInterval)) MaybeResumePausedWork();
+      } else {
+        Await(&bg_cv_);
+      }
+    }
     if (shutting_down_) break;
     bg_busy_ = true;
     Status s;
@@ -497,8 +505,11 @@ void DBImpl::BackgroundLoop() {
       if (PickCompaction(&c)) s = RunCompaction(c);
     }
     if (s.IsNoSpace()) {
-      // Not sticky: work resumes when a write or request clears the pause.
+      // Not sticky: work resumes when a write or request clears the pause,
+      // or when free space grows (MaybeResumePausedWork).
       bg_paused_ = true;
+      Result<uint64_t> free_space = env_->GetFreeSpace(dir_);
+      paused_free_space_ = free_space.ok() ? *free_space : 0;
       Log(LogLevel::kWarning, "background work paused: " + s.ToString());
     } else if (!s.ok() && bg_error_.ok()) {
       bg_error_ = s;
@@ -510,6 +521,18 @@ void DBImpl::BackgroundLoop() {
     mu_.Lock();
     done_cv_.SignalAll();
   }
+}
+
+void DBImpl::MaybeResumePausedWork() {
+  uint64_t paused_at = paused_free_space_;
+  mu_.Unlock();
+  Result<uint64_t> free_space = env_->GetFreeSpace(dir_);
+  mu_.Lock();
+  if (!bg_paused_ || !free_space.ok() || *free_space <= paused_at) return;
+  bg_paused_ = false;
+  Log(LogLevel::kInfo, "free space grew from " + std::to_string(paused_at) +
+                           " to " + std::to_string(*free_space) +
+                           " bytes: retrying paused background work");
 }
 
 TableOptions DBImpl::MakeTableOptions() {

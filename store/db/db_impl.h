@@ -20,6 +20,7 @@
 #define TABLETFS_STORE_DB_DB_IMPL_H_
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <memory>
@@ -137,6 +138,15 @@ class DBImpl final : public DB {
   void Await(CondVar* cv) REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
     cv->Wait();
   }
+  // Await for at most `timeout`; false when it timed out.
+  bool AwaitFor(CondVar* cv, std::chrono::microseconds timeout) REQUIRES(mu_)
+      NO_THREAD_SAFETY_ANALYSIS {
+    return cv->WaitFor(timeout);
+  }
+  // While background work is paused for lack of space, looks at the free
+  // space every kPausedRetryInterval and clears the pause once there is
+  // more than when it paused, so an idle store retries without a write.
+  void MaybeResumePausedWork() REQUIRES(mu_);
 
   // Pins the tablets of `table` holding rows in [first_row, end_row) (empty:
   // unbounded), or with one_row only the tablet holding first_row.
@@ -352,6 +362,8 @@ class DBImpl final : public DB {
   Status bg_error_ GUARDED_BY(mu_);
   std::thread bg_thread_;
   CondVar bg_cv_{&mu_};    // wakes the background thread
+  // Free space of the data directory when background work last paused.
+  uint64_t paused_free_space_ GUARDED_BY(mu_) = 0;
   CondVar done_cv_{&mu_};  // background work finished a step
   bool shutting_down_ GUARDED_BY(mu_) = false;
   bool bg_busy_ GUARDED_BY(mu_) = false;

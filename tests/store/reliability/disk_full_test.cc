@@ -3,14 +3,17 @@
 // with the disk really full, writes (and the background flushes they
 // cause) fail NoSpace without a sticky error; once space returns, writes
 // work again without reopening, and nothing acknowledged is lost; a flush
-// and a compaction that failed for lack of space are retried and succeed.
+// and a compaction that failed for lack of space are retried and succeed,
+// on an idle store too.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "store/db.h"
 #include "store/env/mem_env.h"
@@ -143,6 +146,37 @@ size_t SstFiles(MemEnv* env) {
 // retried once space returns, without reopening: the failed flush by the
 // writes that follow (no Flush() call), the failed compaction by the
 // background thread once a write wakes it.
+// An idle store: nothing but the returning space wakes the paused flush.
+TEST_F(DiskFullTest, PausedFlushIsRetriedWhenSpaceReturnsWithoutAWrite) {
+  options_.space_reserve_bytes = 0;
+  Open();
+  ASSERT_TRUE(CreateSchema(db_.get()).ok());
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(Write(w_.Next()).ok());
+  mem_.SetFreeSpace(64);
+  Status s = db_->Flush();
+  EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+  const DbStats failed = db_->GetStats();
+  EXPECT_GE(failed.frozen_memtables, 1u);
+  // Still full a while later: the pause holds, nothing is retried in a loop.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(db_->GetStats().flushes, failed.flushes);
+  EXPECT_EQ(db_->GetStats().frozen_memtables, failed.frozen_memtables);
+
+  mem_.SetFreeSpace(MemEnv::kDefaultFreeSpace);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (db_->GetStats().frozen_memtables != 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const DbStats after = db_->GetStats();
+  EXPECT_EQ(after.frozen_memtables, 0u) << "the paused flush was not retried";
+  EXPECT_GT(after.flushes, failed.flushes);
+  EXPECT_TRUE(after.background_error.empty()) << after.background_error;
+  Open();
+  CheckResult r = CheckDb(db_.get(), written_, acked_);
+  EXPECT_TRUE(r.read_error.ok() && r.errors.empty()) << Describe(r);
+}
+
 TEST_F(DiskFullTest, FailedFlushAndCompactionAreRetriedWhenSpaceReturns) {
   options_.space_reserve_bytes = 0;
   Open();

@@ -146,7 +146,9 @@ TEST(PowerLossTest, DbSyncCoversWritesInAFrozenMemtable) {
   MemEnv mem;
   FaultInjectionEnv env(&mem);
   Options options = SmallOptions(&env);
-  options.memtable_bytes = 8 << 10;
+  // 4 KiB once hung 1 run in 3 in a write stall (docs/RELIABILITY.md, bug
+  // 5); the tablet engine passed 3,000 runs in a row.
+  options.memtable_bytes = 4 << 10;
   int written = 0;
   {
     auto db = DB::Open(options, kDir);

@@ -464,7 +464,8 @@ std::shared_ptr<Tablet> DBImpl::NextFlush() {
 
 bool DBImpl::HasBackgroundWork() {
   if (!bg_error_.ok() || bg_paused_) return false;
-  return NextFlush() != nullptr || manual_requested_ > manual_completed_ ||
+  return NextFlush() != nullptr || !reclaim_.empty() ||
+         manual_requested_ > manual_completed_ ||
          NeedsTabletChange() || NeedsCompaction();
 }
 
@@ -484,6 +485,8 @@ void DBImpl::BackgroundLoop() {
     bool changed = false;
     if (std::shared_ptr<Tablet> t = NextFlush()) {
       s = FlushImmutable(std::move(t));
+    } else if (!reclaim_.empty()) {
+      s = ReclaimStep();
     } else if (manual_requested_ > manual_completed_) {
       // One tablet per step, so flushes are not held up behind a long
       // manual compaction.
@@ -521,6 +524,42 @@ void DBImpl::BackgroundLoop() {
     mu_.Lock();
     done_cv_.SignalAll();
   }
+}
+
+void DBImpl::RequestReclaim(uint32_t table_id, std::string_view row) {
+  Tablet* t = FindTablet(table_id, RowPrefix(table_id, row));
+  if (t == nullptr || reclaim_.count(t->id) != 0) return;
+  reclaim_.emplace(t->id, false);
+  bg_paused_ = false;
+  bg_cv_.Signal();
+}
+
+Status DBImpl::ReclaimStep() {
+  auto it = reclaim_.begin();
+  auto found = tablets_.find(it->first);
+  if (found == tablets_.end()) {  // split, merged or dropped since
+    reclaim_.erase(it);
+    return Status::OK();
+  }
+  std::shared_ptr<Tablet> t = found->second;
+  if (!it->second) {
+    // The deletion markers go to level 0 first (flushes run before this),
+    // so the compaction sees them with what they delete.
+    it->second = true;
+    QuiesceWriters();
+    FreezeTablet(t.get());
+    ResumeWriters();
+    return Status::OK();
+  }
+  reclaim_.erase(it);
+  Compaction c;
+  PickTabletCompaction(t, /*manual=*/true, &c);
+  if (c.inputs[0].empty()) return Status::OK();
+  Log(LogLevel::kInfo, "short of space: compacting tablet " +
+                           std::to_string(t->id) + " to reclaim deleted data");
+  Status s = RunCompaction(c);
+  if (s.IsNoSpace()) reclaim_.emplace(t->id, true);  // again once resumed
+  return s;
 }
 
 void DBImpl::MaybeResumePausedWork() {
@@ -1020,7 +1059,7 @@ Status DBImpl::CompactAll() {
 Status DBImpl::WaitForIdle() {
   MutexLock l(&mu_);
   while (bg_error_.ok() && !bg_paused_ &&
-         (bg_busy_ || NextFlush() != nullptr ||
+         (bg_busy_ || NextFlush() != nullptr || !reclaim_.empty() ||
           manual_requested_ > manual_completed_ || NeedsTabletChange() ||
           NeedsCompaction())) {
     bg_cv_.Signal();

@@ -695,9 +695,18 @@ Status DBImpl::ValidateMutation(const TableState& table,
   return Status::OK();
 }
 
-Status DBImpl::CheckSpace(const RowMutation& m) {
-  if (options_.space_reserve_bytes == 0 || !AddsData(m)) return Status::OK();
+Status DBImpl::CheckSpace(const RowMutation& m, bool* reclaim) {
+  *reclaim = false;
+  if (options_.space_reserve_bytes == 0) return Status::OK();
   Result<uint64_t> free_space = env_->GetFreeSpace(dir_);
+  if (!AddsData(m)) {
+    // A delete always goes in (the reserve is for it). Short of space (less
+    // than twice the reserve free: writers are refused a little before the
+    // reserve is reached) it also asks for the space of what it deletes.
+    *reclaim =
+        free_space.ok() && *free_space / 2 < options_.space_reserve_bytes;
+    return Status::OK();
+  }
   if (!free_space.ok()) return free_space.status();
   if (*free_space < options_.space_reserve_bytes) {
     return Status::NoSpace("free space " + std::to_string(*free_space) +
@@ -718,6 +727,7 @@ Result<int64_t> DBImpl::Apply(std::string_view table,
 Result<int64_t> DBImpl::WriteLocked(std::string_view table,
                                     const RowMutation& mutation,
                                     const WriteOptions& options) {
+  bool reclaim = false;
   {
     // Fail early, before queueing, for what needs no ordering.
     std::shared_ptr<const TableState> t;
@@ -728,7 +738,7 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
       t = it->second;
     }
     TABLETFS_RETURN_IF_ERROR(ValidateMutation(*t, mutation));
-    TABLETFS_RETURN_IF_ERROR(CheckSpace(mutation));
+    TABLETFS_RETURN_IF_ERROR(CheckSpace(mutation, &reclaim));
   }
 
   Writer w(&mu_);
@@ -894,6 +904,10 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
   }
   if (!writers_.empty()) writers_.front()->cv.Signal();
   if (!w.status.ok()) return w.status;
+  if (reclaim) {
+    auto it = tables_.find(table);
+    if (it != tables_.end()) RequestReclaim(it->second->id, mutation.row());
+  }
   return w.timestamp;
 }
 

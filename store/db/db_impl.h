@@ -183,7 +183,17 @@ class DBImpl final : public DB {
                               const RowMutation& mutation,
                               const WriteOptions& options) EXCLUDES(mu_);
   Mutex* RowLock(std::string_view table, std::string_view row);
-  Status CheckSpace(const RowMutation& m);
+  // NoSpace when `m` adds data and the free space is below the reserve.
+  // *reclaim: `m` only deletes and the free space is below twice the
+  // reserve, so its tablet should be compacted to give the space back.
+  Status CheckSpace(const RowMutation& m, bool* reclaim);
+  // Asks the background thread to flush and compact the tablet holding
+  // `row` of table `table_id`, so deleted data leaves the disk.
+  void RequestReclaim(uint32_t table_id, std::string_view row) REQUIRES(mu_);
+  // One step of a requested reclaim: the first visit of a tablet freezes
+  // its memtable (flushed before the next step), the second compacts all
+  // its files into its deepest level.
+  Status ReclaimStep() REQUIRES(mu_);
 
   // Manifest.
   Status RecoverManifest() REQUIRES(mu_);
@@ -362,6 +372,9 @@ class DBImpl final : public DB {
   Status bg_error_ GUARDED_BY(mu_);
   std::thread bg_thread_;
   CondVar bg_cv_{&mu_};    // wakes the background thread
+  // Tablets to compact because data was deleted below the space reserve;
+  // true once the tablet's memtable was frozen for it.
+  std::map<uint32_t, bool> reclaim_ GUARDED_BY(mu_);
   // Free space of the data directory when background work last paused.
   uint64_t paused_free_space_ GUARDED_BY(mu_) = 0;
   CondVar done_cv_{&mu_};  // background work finished a step

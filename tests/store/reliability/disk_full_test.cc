@@ -146,6 +146,68 @@ size_t SstFiles(MemEnv* env) {
 // retried once space returns, without reopening: the failed flush by the
 // writes that follow (no Flush() call), the failed compaction by the
 // background thread once a write wakes it.
+// Below the reserve, deletes still work, and they give their space back:
+// the deleted rows' tablets are flushed and compacted, one at a time, so
+// writes work again without anyone freeing space outside the database. A
+// tablet's compaction writes what survives in it before its inputs go, so
+// the reserve must hold that much: tablets bound it.
+TEST_F(DiskFullTest, DeletesBelowTheReserveGiveTheirSpaceBack) {
+  options_.space_reserve_bytes = 256 << 10;
+  options_.tablet_split_bytes = 128 << 10;
+  options_.large_value_bytes = 1 << 20;  // values stay in the SSTables
+  Open();
+  ASSERT_TRUE(CreateSchema(db_.get()).ok());
+  auto row = [](int i) { return "row" + std::to_string(1000 + i); };
+  uint64_t x = 88172645463325252ull;  // xorshift: values lz4 cannot shrink
+  for (int i = 0; i < 200; ++i) {
+    std::string value(4096, '\0');
+    for (char& c : value) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      c = static_cast<char>(x);
+    }
+    RowMutation m(row(i));
+    m.SetCell("f", "q", 1, value);
+    ASSERT_TRUE(db_->Apply(kTable, m, WriteOptions()).ok());
+  }
+  ASSERT_TRUE(db_->CompactAll().ok());
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  ASSERT_GE(db_->GetStats().tablets, 4u);
+  // The disk fills up to just below the reserve.
+  mem_.SetFreeSpace(options_.space_reserve_bytes - 1024);
+  RowMutation more(row(500));
+  more.SetCell("f", "q", 1, "x");
+  ASSERT_TRUE(db_->Apply(kTable, more, WriteOptions()).status().IsNoSpace());
+  const uint64_t compactions = db_->GetStats().compactions;
+
+  // Deleting half of the ~800 KiB of data brings the space back.
+  for (int i = 0; i < 100; ++i) {
+    RowMutation d(row(i));
+    d.DeleteRow();
+    ASSERT_TRUE(db_->Apply(kTable, d, WriteOptions()).ok()) << i;
+  }
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  EXPECT_GT(db_->GetStats().compactions, compactions);
+  auto free_space = mem_.GetFreeSpace(kDir);
+  ASSERT_TRUE(free_space.ok());
+  EXPECT_GT(*free_space, options_.space_reserve_bytes + (256u << 10))
+      << "the deleted rows' space did not come back";
+  auto r = db_->Apply(kTable, more, WriteOptions());
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(db_->BackgroundError().ok()) << db_->BackgroundError().ToString();
+
+  // What was not deleted is all there, before and after a reopen.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < 200; ++i) {
+      auto cells = db_->ReadCell(kTable, row(i), "f", "q", ReadOptions());
+      ASSERT_TRUE(cells.ok()) << cells.status().ToString();
+      EXPECT_EQ(cells->size(), i < 100 ? 0u : 1u) << row(i);
+    }
+    Open();
+  }
+}
+
 // An idle store: nothing but the returning space wakes the paused flush.
 TEST_F(DiskFullTest, PausedFlushIsRetriedWhenSpaceReturnsWithoutAWrite) {
   options_.space_reserve_bytes = 0;

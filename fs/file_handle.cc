@@ -82,6 +82,7 @@ bool FileHandle::NeedsCommit() const {
 }
 
 void FileHandle::Committed(int64_t timestamp) {
+  committed_once_ = true;
   if (fresh_ && !dirty_ && buffer_.empty()) {
     placeholder_timestamp_ = timestamp;
   } else {

@@ -63,6 +63,12 @@ class FileHandle {
   FsError Write(off_t offset, std::string_view data) REQUIRES(mu_);
   FsError Truncate(uint64_t size) REQUIRES(mu_);
 
+  // The handle creates its cell: it commits (an empty value if nothing
+  // else) even when it writes nothing.
+  void SetFresh() REQUIRES(mu_) { fresh_ = mode_ != Mode::kRead; }
+  // A write() was refused before it reached the handle (ENOSPC, EIO): like
+  // a refused Write(), the handle commits nothing from now on.
+  void Refuse() REQUIRES(mu_) { refused_ = true; }
   // Whether a commit is due: wrote since the last commit, or fresh and never
   // committed; never after a refused write or once unlinked.
   bool NeedsCommit() const REQUIRES(mu_);
@@ -93,6 +99,8 @@ class FileHandle {
     listed_while_open_ = listed;
   }
   bool listed_while_open() const REQUIRES(mu_) { return listed_while_open_; }
+  // Whether a commit of this handle ever succeeded.
+  bool committed_once() const REQUIRES(mu_) { return committed_once_; }
   // The size a stat through this handle shows.
   uint64_t size() const REQUIRES(mu_) { return buffer_.size(); }
   // Set when a commit failed: later writes report EIO.
@@ -125,6 +133,7 @@ class FileHandle {
   bool refused_ GUARDED_BY(mu_) = false;
   bool unlinked_ GUARDED_BY(mu_) = false;
   bool listed_while_open_ GUARDED_BY(mu_) = false;
+  bool committed_once_ GUARDED_BY(mu_) = false;
   FsError failed_ GUARDED_BY(mu_);
   std::optional<int64_t> pending_timestamp_ GUARDED_BY(mu_);
   std::optional<int64_t> placeholder_timestamp_ GUARDED_BY(mu_);

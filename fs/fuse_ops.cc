@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "fs/dir_handle.h"
@@ -148,6 +149,10 @@ class Filesystem {
   void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name);
   void Forget(fuse_ino_t ino, uint64_t nlookup) {
     inodes_.Forget(ino, nlookup);
+    if (!inodes_.Get(ino).has_value()) {
+      MutexLock lock(&handles_mu_);
+      vanished_.erase(ino);
+    }
   }
   void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
@@ -312,7 +317,9 @@ class Filesystem {
   FsError CommitSchema(FileHandle& h) REQUIRES(h.mu());
   FsError Restamp(const Node& cell, int64_t micros, fuse_ino_t ino);
   FsError TruncateCell(const Node& cell, uint64_t size, fuse_ino_t ino);
-  FsError CheckSpace();
+  // EIO after a sticky store failure; ENOSPC when committing `bytes` more
+  // would take the data directory's free space below the reserve.
+  FsError CheckSpace(uint64_t bytes);
   FsError CheckFuture(const Node& node) {
     if (node.at.has_value() && *node.at > NowMicros() + kFutureLimitMicros) {
       return FsError::Of(EINVAL,
@@ -404,6 +411,12 @@ class Filesystem {
   }
   // Whether `cell` was created by a handle still open that committed
   // nothing yet (it exists, empty, for unlink and rename).
+  // Whether `ino` is a created file released without a commit that the
+  // kernel still knows (vanished_).
+  bool Vanished(uint64_t ino) {
+    MutexLock lock(&handles_mu_);
+    return vanished_.count(ino) != 0;
+  }
   bool CreatedAndOpen(const Node& cell) {
     std::optional<uint64_t> ino = inodes_.Find(cell);
     return ino.has_value() && !WritersOf(*ino).empty();
@@ -425,6 +438,13 @@ class Filesystem {
   }
   void InvalidateInode(uint64_t ino) {
     if (invalidator_) invalidator_->Inode(ino);
+  }
+  // Drops the kernel's dentry of `node` (when its directory has an inode).
+  void ForgetName(const Node& node) {
+    std::optional<uint64_t> parent = inodes_.Find(node.Parent());
+    if (invalidator_ && parent.has_value()) {
+      invalidator_->Entry(*parent, ListedName(node));
+    }
   }
   // After a change to `cell` the kernel did not see: its inode, and for a
   // `Q@T` write the inode of Q too.
@@ -455,6 +475,12 @@ class Filesystem {
       GUARDED_BY(handles_mu_);
   std::unordered_map<DirHandle*, std::unique_ptr<DirHandle>> dirs_
       GUARDED_BY(handles_mu_);
+  // Inodes of created files released without a commit (their write was
+  // refused). Until the kernel forgets such an inode (the release asks it
+  // to drop the name), it may still use it: stat shows an empty file and a
+  // writing open creates the cell again, as on a local disk, where the
+  // empty file would exist. Never listed.
+  std::unordered_set<uint64_t> vanished_ GUARDED_BY(handles_mu_);
 };
 
 // ---------------------------------------------------------------------------
@@ -653,7 +679,7 @@ FsError Filesystem::Stat(const Node& node, fuse_ino_t ino, struct stat* st) {
       TABLETFS_FS_RETURN_IF_ERROR(ReadVersion(node, &v));
       if (!v.exists) {
         if (ino != 0 && node.view == View::kCurrent &&
-            !WritersOf(ino).empty()) {
+            (!WritersOf(ino).empty() || Vanished(ino))) {
           FileStat(ino, *settings, 0, NowMicros(), st);
           return FsError::Ok();
         }
@@ -720,7 +746,7 @@ FsError Filesystem::MakeEntry(const Node& node, fuse_entry_param* e) {
   return FsError::Ok();
 }
 
-FsError Filesystem::CheckSpace() {
+FsError Filesystem::CheckSpace(uint64_t bytes) {
   Status bg = db_->BackgroundError();
   if (!bg.ok()) {
     return FsError::Of(EIO, "the store failed earlier: " + bg.ToString());
@@ -728,10 +754,16 @@ FsError Filesystem::CheckSpace() {
   struct statvfs sv;
   if (statvfs(options_.datadir.c_str(), &sv) == 0) {
     uint64_t free_bytes = static_cast<uint64_t>(sv.f_bavail) * sv.f_frsize;
-    if (free_bytes < options_.space_reserve_bytes) {
+    // The commit at close appends the whole value to the log: refuse here,
+    // where the shell sees it, what the store would refuse at close after
+    // background work used a little more space meanwhile.
+    if (options_.space_reserve_bytes > 0 &&
+        free_bytes < options_.space_reserve_bytes + bytes) {
       return FsError::Of(ENOSPC, "free space of the data directory (" +
                                      std::to_string(free_bytes) +
-                                     " bytes) is below the reserve");
+                                     " bytes) is below the reserve plus the " +
+                                     std::to_string(bytes) +
+                                     " bytes to commit");
     }
   }
   return FsError::Ok();
@@ -1472,9 +1504,13 @@ void Filesystem::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
         if (n.at.has_value() && write && v.exists && v.timestamp != *n.at) {
           v = CellVersion();  // Q@T is written at exactly T
         }
+        bool recreate = false;
         if (!v.exists && !created_and_open && !n.at.has_value()) {
-          e = FsError::Of(ENOENT, "no cell " + n.DebugPath());
-          break;
+          recreate = Vanished(ino);
+          if (!recreate) {
+            e = FsError::Of(ENOENT, "no cell " + n.DebugPath());
+            break;
+          }
         }
         if (!write) {
           fi->keep_cache = v.exists && inodes_.SameVersionAsLastOpen(
@@ -1490,6 +1526,18 @@ void Filesystem::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
                 : FileHandle::Mode::kWrite;
         h = OpenHandle(ino, n, m, trunc ? std::string() : std::move(v.value),
                        trunc);
+        if (recreate) {
+          // Created again: listed while open, and committed (empty when
+          // nothing is written) at close.
+          {
+            MutexLock lock(&handles_mu_);
+            vanished_.erase(ino);
+          }
+          MutexLock lock(h->mu());
+          h->set_listed_while_open(true);
+          h->SetFresh();
+          ephemeral_.AddCell(n.table, n.row, n.family, n.qualifier);
+        }
         fi->direct_io = 1;
         break;
       }
@@ -1545,8 +1593,8 @@ void Filesystem::Write(fuse_req_t req, fuse_ino_t ino, const char* buf,
     fuse_reply_err(req, EBADF);
     return;
   }
-  FsError e = CheckSpace();
-  if (e.ok() && h->kind() == NodeKind::kSchemaFamily) {
+  FsError e;
+  if (h->kind() == NodeKind::kSchemaFamily) {
     // Each complete line is validated as it arrives.
     std::string_view data(buf, size);
     size_t start = 0;
@@ -1558,7 +1606,13 @@ void Filesystem::Write(fuse_req_t req, fuse_ino_t ino, const char* buf,
   }
   if (e.ok()) {
     MutexLock lock(h->mu());
-    e = h->Write(off, std::string_view(buf, size));
+    e = CheckSpace(std::max<uint64_t>(h->size(),
+                                      static_cast<uint64_t>(off) + size));
+    if (e.ok()) {
+      e = h->Write(off, std::string_view(buf, size));
+    } else {
+      h->Refuse();
+    }
   }
   if (!e.ok()) {
     Refuse(req, "write", PathOf(*h), e);
@@ -1585,6 +1639,7 @@ void Filesystem::Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 void Filesystem::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   (void)ino;
   std::shared_ptr<FileHandle> h = FileOf(fi);
+  std::optional<Node> vanished;  // a created file that never committed
   if (h) {
     MutexLock lock(h->mu());
     if (h->NeedsCommit()) {
@@ -1594,7 +1649,20 @@ void Filesystem::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
                                   " failed: " + e.ToString());
       }
     }
+    // A created file that never committed (its write was refused) is gone
+    // now; the kernel's dentry for it would make the next open(O_CREAT) of
+    // the name fail ENOENT until it timed out.
+    if (h->listed_while_open() && !h->committed_once() && !h->unlinked()) {
+      vanished = h->node();
+    }
     Unlist(*h);
+  }
+  if (vanished.has_value()) {
+    {
+      MutexLock lock(&handles_mu_);
+      vanished_.insert(h->ino());
+    }
+    ForgetName(*vanished);
   }
   // Only once committed does the handle stop being a writer of its inode:
   // an open or stat that found no writer then finds the version in the

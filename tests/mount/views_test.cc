@@ -294,6 +294,41 @@ TEST_F(ViewsTest, ChangesTheKernelDidNotSeeAreCurrentAtOnce) {
   EXPECT_EQ(ShOk("cat t/r/g/late"), "L");
 }
 
+// A created file whose write was refused is not kept, yet the name can be
+// created again at once, as on a local disk (it answered ENOENT for the
+// whole entry timeout before: the kernel opened its cached inode).
+TEST_F(ViewsTest, ANameWhoseWriteWasRefusedCanBeCreatedAgain) {
+  CreateTable("t", {"f"});
+  Mount({"-o", "entry_timeout=60,attr_timeout=60,max_value_bytes=100"});
+  ShOk("mkdir -p t/r/f");
+  const std::string path = Path("t/r/f/big");
+  int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  std::string big(200, 'z');
+  EXPECT_EQ(write(fd, big.data(), big.size()), -1);
+  EXPECT_EQ(errno, EFBIG);
+  EXPECT_EQ(close(fd), 0);
+  // At once, and again after the release and its invalidation surely
+  // landed. One try each: a failed open makes the kernel drop the entry.
+  fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  EXPECT_GE(fd, 0) << "the refused name could not be created again at once: "
+                   << strerror(errno);
+  if (fd >= 0) {
+    EXPECT_EQ(write(fd, big.data(), big.size()), -1);
+    EXPECT_EQ(close(fd), 0);
+  }
+  usleep(300 * 1000);
+  fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  EXPECT_GE(fd, 0) << "the refused name could not be created again: "
+                   << strerror(errno);
+  if (fd >= 0) {
+    EXPECT_EQ(write(fd, "ok\n", 3), 3);
+    EXPECT_EQ(close(fd), 0);
+  }
+  EXPECT_EQ(ShOk("cat t/r/f/big"), "ok\n");
+  EXPECT_EQ(ShOk("ls t/r/f"), "big\n");
+}
+
 TEST_F(ViewsTest, RefusalsInTheViewsCarryTheDesignedErrno) {
   PutVersions();
   Mount();

@@ -11,10 +11,11 @@
 #   whole suite, from clean build dirs, 2 cores:                            25 min
 #
 # Budgets are for a cold build plus the tests on 2 cores; a part over budget
-# is reported, not failed. Measured 2026-11-22 on the full tree (~100
-# sources, 809 tests) with a partly warm ccache: release 1:51 build + 0:17
-# tests (bench_quick and the real-mount tests included), asan 6:19 + 0:37,
-# tsan 2:02 + 0:01, fuzz 0:15 + 1:33; 12:55 in all. The tsan part builds everything
+# is reported, not failed. Measured 2026-11-23 in a fresh clone (~110
+# sources, 910 tests, ccache cold for that path): release 3:53 build + 0:42
+# tests (bench_quick and the real-mount tests included), asan 12:02 + 1:24,
+# tsan 3:41 + 0:04, fuzz 0:24 + 1:33; 23:43 in all (12:55 with a partly
+# warm ccache on 2026-11-22). The tsan part builds everything
 # so that clang checks the lock annotations of all code, but runs only the
 # concurrency tests. The fuzzers have their own small part: libFuzzer wants
 # ASan for parsers, and TABLETFS_FUZZ instruments every source it builds.

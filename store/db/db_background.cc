@@ -295,6 +295,7 @@ void DBImpl::FreezeTablet(Tablet* t) {
   if (t->mem->entries() == 0) return;
   t->imm.push_back({t->mem, t->mem_first_log, ++freeze_order_});
   t->mem = std::make_shared<MemTable>();
+  ++tablet_generation_;
   t->mem_first_log = kNoLog;
   bg_paused_ = false;
   bg_cv_.Signal();

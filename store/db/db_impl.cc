@@ -776,6 +776,7 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
     std::string key;
     std::string_view value;
     MemTable* mem = nullptr;
+    uint32_t table_id = 0;
   };
   std::vector<Entry> entries;
   // Keeps the memtables filled alive even if their table is dropped
@@ -840,6 +841,7 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
       }
       for (size_t i = first_entry; i < entries.size(); ++i) {
         entries[i].mem = mem;
+        entries[i].table_id = t.id;
       }
     }
     // Timestamps are consumed even when the log write fails below, so a
@@ -855,10 +857,11 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
       PutLengthPrefixed(&record, e.value);
     }
     uint64_t user_bytes = group_bytes;
-    leader_filling_ = true;
+    const uint64_t routed = tablet_generation_;
     mu_.Unlock();
-    // Only the leader touches log_ and inserts into memtables (tablets do
-    // not change meanwhile: QuiesceWriters waits for leader_filling_).
+    // Only the leader appends to the log. A split, merge or freeze may
+    // change the tablets meanwhile (the log write can block for
+    // milliseconds; it is kept out of their pause).
     uint64_t log_bytes = 0;
     {
       MutexLock lg(&log_mu_);
@@ -867,10 +870,33 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
       log_bytes = log_->size();
       if (status.ok() && sync) log_synced_bytes_ = log_bytes;
     }
-    if (status.ok()) {
-      for (const Entry& e : entries) e.mem->Add(e.key, e.value);
-    }
     mu_.Lock();
+    if (status.ok()) {
+      // The memtables are filled without mu_, and the tablets do not change
+      // while leader_filling_ (QuiesceWriters waits for it): route again if
+      // they changed since the entries were routed.
+      while (writers_quiesced_) Await(&fill_cv_);
+      if (tablet_generation_ != routed) {
+        mems.clear();
+        for (Entry& e : entries) {
+          Tablet* tablet = FindTablet(e.table_id, e.key);
+          e.mem = tablet != nullptr ? tablet->mem.get() : nullptr;
+          if (tablet == nullptr) continue;  // its table was dropped
+          if (tablet->mem_first_log == kNoLog) {
+            tablet->mem_first_log = current_log_number_;
+          }
+          if (mems.empty() || mems.back() != tablet->mem) {
+            mems.push_back(tablet->mem);
+          }
+        }
+      }
+      leader_filling_ = true;
+      mu_.Unlock();
+      for (const Entry& e : entries) {
+        if (e.mem != nullptr) e.mem->Add(e.key, e.value);
+      }
+      mu_.Lock();
+    }
     leader_filling_ = false;
     if (writers_quiesced_) fill_cv_.SignalAll();
     if (status.ok()) {

@@ -365,6 +365,10 @@ class DBImpl final : public DB {
   // The leader fills memtables without mu_ while leader_filling_; a split,
   // merge or freeze from the background waits for it (QuiesceWriters).
   bool leader_filling_ GUARDED_BY(mu_) = false;
+  // Changes whenever a tablet's active memtable is replaced (freeze, split,
+  // merge, tablets added or removed): the leader routes its entries again
+  // when it changed during its log write.
+  uint64_t tablet_generation_ GUARDED_BY(mu_) = 0;
   bool writers_quiesced_ GUARDED_BY(mu_) = false;
   uint64_t quiesce_start_ GUARDED_BY(mu_) = 0;
   CondVar fill_cv_{&mu_};

@@ -53,6 +53,7 @@ std::shared_ptr<Tablet> DBImpl::NewTablet(uint32_t table_id, uint32_t id,
 }
 
 void DBImpl::AddTablet(std::shared_ptr<Tablet> t) {
+  ++tablet_generation_;
   next_schema_id_ = std::max(next_schema_id_, t->id + 1);
   auto& list = table_tablets_[t->table_id];
   auto pos = std::upper_bound(
@@ -65,6 +66,7 @@ void DBImpl::AddTablet(std::shared_ptr<Tablet> t) {
 void DBImpl::RemoveTablet(uint32_t id) {
   auto it = tablets_.find(id);
   if (it == tablets_.end()) return;
+  ++tablet_generation_;
   auto& list = table_tablets_[it->second->table_id];
   std::erase_if(list, [id](const auto& t) { return t->id == id; });
   tablets_.erase(it);

@@ -30,6 +30,13 @@ FsError FileHandle::Write(off_t offset, std::string_view data) {
     return FsError::Of(
         EIO, "an earlier commit of this file failed: " + failed_.reason);
   }
+  if (refused_) {
+    // Nothing of this handle is committed any more: accepting more bytes
+    // would lose them silently.
+    return FsError::Of(refused_errno_,
+                       "an earlier write() to this descriptor was refused; "
+                       "reopen the file to write it");
+  }
   if (mode_ == Mode::kRead) {
     return FsError::Of(EBADF, "write to a read-only handle");
   }
@@ -37,7 +44,7 @@ FsError FileHandle::Write(off_t offset, std::string_view data) {
                      ? append_base_ + buffer_.size() + data.size()
                      : static_cast<uint64_t>(offset) + data.size();
   if (offset < 0 || end > max_value_bytes_) {
-    refused_ = true;
+    Refuse(EFBIG);
     return FsError::Of(
         EFBIG, "a value may hold at most " + std::to_string(max_value_bytes_) +
                    " bytes; this write would end at " + std::to_string(end));
@@ -56,8 +63,12 @@ FsError FileHandle::Truncate(uint64_t size) {
   if (mode_ == Mode::kRead) {
     return FsError::Of(EBADF, "truncate through a read-only handle");
   }
+  if (refused_) {
+    return FsError::Of(refused_errno_,
+                       "an earlier write() to this descriptor was refused");
+  }
   if (size > max_value_bytes_) {
-    refused_ = true;
+    Refuse(EFBIG);
     return FsError::Of(EFBIG, "a value may hold at most " +
                                   std::to_string(max_value_bytes_) + " bytes");
   }

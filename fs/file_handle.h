@@ -66,9 +66,13 @@ class FileHandle {
   // The handle creates its cell: it commits (an empty value if nothing
   // else) even when it writes nothing.
   void SetFresh() REQUIRES(mu_) { fresh_ = mode_ != Mode::kRead; }
-  // A write() was refused before it reached the handle (ENOSPC, EIO): like
-  // a refused Write(), the handle commits nothing from now on.
-  void Refuse() REQUIRES(mu_) { refused_ = true; }
+  // A write() was refused with `err` (EFBIG here, ENOSPC or EIO before it
+  // reached the handle): the handle commits nothing from now on, and later
+  // writes fail with `err` too rather than vanish.
+  void Refuse(int err) REQUIRES(mu_) {
+    refused_ = true;
+    refused_errno_ = err;
+  }
   // Whether a commit is due: wrote since the last commit, or fresh and never
   // committed; never after a refused write or once unlinked.
   bool NeedsCommit() const REQUIRES(mu_);
@@ -131,6 +135,7 @@ class FileHandle {
   bool dirty_ GUARDED_BY(mu_) = false;
   bool fresh_ GUARDED_BY(mu_) = false;
   bool refused_ GUARDED_BY(mu_) = false;
+  int refused_errno_ GUARDED_BY(mu_) = 0;
   bool unlinked_ GUARDED_BY(mu_) = false;
   bool listed_while_open_ GUARDED_BY(mu_) = false;
   bool committed_once_ GUARDED_BY(mu_) = false;

@@ -417,6 +417,12 @@ class Filesystem {
     MutexLock lock(&handles_mu_);
     return vanished_.count(ino) != 0;
   }
+  // The cell of `ino` exists again, or is gone for good: no longer vanished.
+  // Returns whether it was.
+  bool ForgetVanished(uint64_t ino) {
+    MutexLock lock(&handles_mu_);
+    return vanished_.erase(ino) > 0;
+  }
   bool CreatedAndOpen(const Node& cell) {
     std::optional<uint64_t> ino = inodes_.Find(cell);
     return ino.has_value() && !WritersOf(*ino).empty();
@@ -849,6 +855,7 @@ FsError Filesystem::Commit(FileHandle& h) {
     committed_at = ts == kServerTimestamp ? *r : ts;
   }
   h.Committed(committed_at);
+  ForgetVanished(h.ino());
   InvalidateCell(n, h.ino());
   return FsError::Ok();
 }
@@ -1255,7 +1262,10 @@ void Filesystem::Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
       } else {
         CellVersion v;
         e = ReadVersion(n, &v);
-        if (e.ok() && !v.exists && !CreatedAndOpen(n)) {
+        std::optional<uint64_t> ino = inodes_.Find(n);
+        // A vanished name the kernel still shows goes without a trace.
+        bool vanished = ino.has_value() && ForgetVanished(*ino);
+        if (e.ok() && !v.exists && !CreatedAndOpen(n) && !vanished) {
           e = FsError::Of(ENOENT, "no cell " + n.DebugPath());
         }
         if (e.ok()) {
@@ -1404,6 +1414,7 @@ void Filesystem::Create(fuse_req_t req, fuse_ino_t parent, const char* name,
                                  : FileHandle::Mode::kWrite;
         if (n.at.has_value()) m = FileHandle::Mode::kWrite;
         uint64_t ino = inodes_.Lookup(n);
+        ForgetVanished(ino);  // created again
         h = OpenHandle(ino, n, m, trunc ? std::string() : std::move(v.value),
                        trunc || m == FileHandle::Mode::kAppend);
         if (!v.exists && !n.at.has_value()) {
@@ -1611,7 +1622,7 @@ void Filesystem::Write(fuse_req_t req, fuse_ino_t ino, const char* buf,
     if (e.ok()) {
       e = h->Write(off, std::string_view(buf, size));
     } else {
-      h->Refuse();
+      h->Refuse(e.err);
     }
   }
   if (!e.ok()) {
@@ -1658,11 +1669,16 @@ void Filesystem::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     Unlist(*h);
   }
   if (vanished.has_value()) {
-    {
-      MutexLock lock(&handles_mu_);
-      vanished_.insert(h->ino());
+    // Unless another writer of the cell is still open, or committed it.
+    CellVersion v;
+    bool others = WritersOf(h->ino()).size() > 1;  // h is still registered
+    if (!others && ReadVersion(*vanished, &v).ok() && !v.exists) {
+      {
+        MutexLock lock(&handles_mu_);
+        vanished_.insert(h->ino());
+      }
+      ForgetName(*vanished);
     }
-    ForgetName(*vanished);
   }
   // Only once committed does the handle stop being a writer of its inode:
   // an open or stat that found no writer then finds the version in the

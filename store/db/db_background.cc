@@ -527,7 +527,10 @@ void DBImpl::BackgroundLoop() {
   }
 }
 
-void DBImpl::RequestReclaim(uint32_t table_id, std::string_view row) {
+void DBImpl::RequestReclaim(std::string_view table, std::string_view row) {
+  auto it = tables_.find(table);
+  if (it == tables_.end()) return;
+  const uint32_t table_id = it->second->id;
   Tablet* t = FindTablet(table_id, RowPrefix(table_id, row));
   if (t == nullptr || reclaim_.count(t->id) != 0) return;
   reclaim_.emplace(t->id, false);
@@ -558,9 +561,10 @@ Status DBImpl::ReclaimStep() {
   if (c.inputs[0].empty()) return Status::OK();
   Log(LogLevel::kInfo, "short of space: compacting tablet " +
                            std::to_string(t->id) + " to reclaim deleted data");
-  Status s = RunCompaction(c);
-  if (s.IsNoSpace()) reclaim_.emplace(t->id, true);  // again once resumed
-  return s;
+  // Not queued again when it fails for space: the next delete short of
+  // space asks again, and a tablet too big to compact in the space left
+  // must not starve the other tablets' reclaims and compactions.
+  return RunCompaction(c);
 }
 
 void DBImpl::MaybeResumePausedWork() {

@@ -751,6 +751,7 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
   while (!w.done && &w != writers_.front()) Await(&w.cv);
   if (w.done) {
     if (!w.status.ok()) return w.status;
+    if (reclaim) RequestReclaim(table, mutation.row());
     return w.timestamp;
   }
 
@@ -930,10 +931,7 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
   }
   if (!writers_.empty()) writers_.front()->cv.Signal();
   if (!w.status.ok()) return w.status;
-  if (reclaim) {
-    auto it = tables_.find(table);
-    if (it != tables_.end()) RequestReclaim(it->second->id, mutation.row());
-  }
+  if (reclaim) RequestReclaim(table, mutation.row());
   return w.timestamp;
 }
 

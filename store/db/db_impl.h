@@ -188,8 +188,9 @@ class DBImpl final : public DB {
   // reserve, so its tablet should be compacted to give the space back.
   Status CheckSpace(const RowMutation& m, bool* reclaim);
   // Asks the background thread to flush and compact the tablet holding
-  // `row` of table `table_id`, so deleted data leaves the disk.
-  void RequestReclaim(uint32_t table_id, std::string_view row) REQUIRES(mu_);
+  // `row` of `table`, so deleted data leaves the disk.
+  void RequestReclaim(std::string_view table, std::string_view row)
+      REQUIRES(mu_);
   // One step of a requested reclaim: the first visit of a tablet freezes
   // its memtable (flushed before the next step), the second compacts all
   // its files into its deepest level.

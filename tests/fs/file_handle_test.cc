@@ -56,6 +56,21 @@ TEST(FileHandleTest, RefusedWriteCommitsNothing) {
   EXPECT_EQ(h.Write(8, "xyz").err, EFBIG);
   EXPECT_FALSE(h.NeedsCommit());
   EXPECT_EQ(h.Truncate(11).err, EFBIG);
+  // Later writes that would fit fail too: nothing of this handle is
+  // committed, so accepting them would lose them silently.
+  EXPECT_EQ(h.Write(0, "x").err, EFBIG);
+  EXPECT_EQ(h.Truncate(1).err, EFBIG);
+  EXPECT_FALSE(h.NeedsCommit());
+}
+
+TEST(FileHandleTest, WriteRefusedBeforeTheHandleFailsLaterWrites) {
+  // write() refused with ENOSPC by the filesystem before the handle saw it.
+  FileHandle h(2, Node(), Mode::kWrite, "", true, 100);
+  MutexLock lock(h.mu());
+  h.Refuse(ENOSPC);
+  EXPECT_FALSE(h.NeedsCommit()) << "a fresh handle would commit an empty value";
+  EXPECT_EQ(h.Write(0, "x").err, ENOSPC);
+  EXPECT_FALSE(h.NeedsCommit());
 }
 
 TEST(FileHandleTest, FailedCommitMakesLaterWritesFail) {

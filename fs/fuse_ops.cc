@@ -149,10 +149,9 @@ class Filesystem {
   void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name);
   void Forget(fuse_ino_t ino, uint64_t nlookup) {
     inodes_.Forget(ino, nlookup);
-    if (!inodes_.Get(ino).has_value()) {
-      MutexLock lock(&handles_mu_);
-      vanished_.erase(ino);
-    }
+    // Forgets are frequent and vanished inodes rare: look the inode up only
+    // for those.
+    if (Vanished(ino) && !inodes_.Get(ino).has_value()) ForgetVanished(ino);
   }
   void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
   void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,

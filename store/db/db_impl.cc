@@ -783,6 +783,21 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
   // Keeps the memtables filled alive even if their table is dropped
   // meanwhile.
   std::vector<std::shared_ptr<MemTable>> mems;
+  // The active memtable of the tablet holding `key` (a row prefix or an
+  // internal key) of table `table_id`, kept alive in `mems`; nullptr when
+  // the table is gone.
+  auto route = [&](uint32_t table_id,
+                   std::string_view key) REQUIRES(mu_) -> MemTable* {
+    Tablet* tablet = FindTablet(table_id, key);
+    if (tablet == nullptr) return nullptr;
+    if (tablet->mem_first_log == kNoLog) {
+      tablet->mem_first_log = current_log_number_;
+    }
+    if (mems.empty() || mems.back() != tablet->mem) {
+      mems.push_back(tablet->mem);
+    }
+    return tablet->mem.get();
+  };
   uint64_t seq = last_seq_;
   int64_t ts = last_ts_;
   bool sync = false;
@@ -803,12 +818,7 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
       x->timestamp = ts;
       sync = sync || x->sync;
       const std::string& row = x->mutation->row();
-      Tablet* tablet = FindTablet(t.id, RowPrefix(t.id, row));
-      if (tablet->mem_first_log == kNoLog) {
-        tablet->mem_first_log = current_log_number_;
-      }
-      MemTable* mem = tablet->mem.get();
-      if (mems.empty() || mems.back().get() != mem) mems.push_back(tablet->mem);
+      MemTable* mem = route(t.id, RowPrefix(t.id, row));
       size_t first_entry = entries.size();
       for (const RowMutation::Op& op : x->mutation->ops()) {
         ++seq;
@@ -879,17 +889,8 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
       while (writers_quiesced_) Await(&fill_cv_);
       if (tablet_generation_ != routed) {
         mems.clear();
-        for (Entry& e : entries) {
-          Tablet* tablet = FindTablet(e.table_id, e.key);
-          e.mem = tablet != nullptr ? tablet->mem.get() : nullptr;
-          if (tablet == nullptr) continue;  // its table was dropped
-          if (tablet->mem_first_log == kNoLog) {
-            tablet->mem_first_log = current_log_number_;
-          }
-          if (mems.empty() || mems.back() != tablet->mem) {
-            mems.push_back(tablet->mem);
-          }
-        }
+        // nullptr: the table was dropped meanwhile.
+        for (Entry& e : entries) e.mem = route(e.table_id, e.key);
       }
       leader_filling_ = true;
       mu_.Unlock();

@@ -1,15 +1,20 @@
 // `tabletctl import` and `export`: CSV in cbt import's layout and lossless
 // JSON lines. Both stream: memory is bounded by one row's batch (import) or
 // by the number of distinct columns (CSV export), never by the table.
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "mount/cli/args.h"
 #include "mount/cli/commands.h"
@@ -42,10 +47,92 @@ Result<Format> ChooseFormat(const OptionMap& options, std::string_view file) {
                                                    : Format::kCsv;
 }
 
-// Creates the table and families an import names when they are missing.
-class SchemaEnsurer {
+// An import reads its file twice. The first pass hands every family and
+// cell to a Checker, which validates them and writes nothing; only when the
+// whole file is good does the second pass hand the same calls to a Writer,
+// which creates the table and families and applies the cells. So bad input
+// changes nothing (a table is never left behind by a file that fails to
+// parse), and what can still fail in the second pass is the store itself.
+class ImportSink {
  public:
-  SchemaEnsurer(DB& db, std::string table, std::ostream& err)
+  virtual ~ImportSink() = default;
+  // A family the file declares (JSONL's schema line, CSV's header).
+  virtual Status Family(const std::string& family, const GcPolicy& policy) = 0;
+  virtual Status Cell(const std::string& row, const std::string& family,
+                      const std::string& qualifier,
+                      std::optional<int64_t> timestamp,
+                      const std::string& value) = 0;
+  // The end of one CSV line: its cells form one mutation.
+  virtual Status EndMutation() = 0;
+  virtual uint64_t rows() const = 0;
+  virtual uint64_t cells() const = 0;
+};
+
+// Counts rows (runs of cells with one key) and cells.
+class RowCounter {
+ public:
+  void Add(const std::string& row) {
+    if (cells_ == 0 || row != last_row_) {
+      ++rows_;
+      last_row_ = row;
+    }
+    ++cells_;
+  }
+  uint64_t rows() const { return rows_; }
+  uint64_t cells() const { return cells_; }
+
+ private:
+  std::string last_row_;
+  uint64_t rows_ = 0;
+  uint64_t cells_ = 0;
+};
+
+// The first pass: everything the store would refuse, before anything is
+// written.
+class Checker : public ImportSink {
+ public:
+  explicit Checker(size_t max_value_bytes)
+      : max_value_bytes_(max_value_bytes) {}
+
+  Status Family(const std::string& family, const GcPolicy&) override {
+    return CheckFamily(family);
+  }
+  Status Cell(const std::string& row, const std::string& family,
+              const std::string&, std::optional<int64_t>,
+              const std::string& value) override {
+    TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
+    TABLETFS_RETURN_IF_ERROR(CheckFamily(family));
+    if (value.size() > max_value_bytes_) {
+      return Status::InvalidArgument(
+          "value of " + std::to_string(value.size()) +
+          " bytes is larger than the limit of " +
+          std::to_string(max_value_bytes_));
+    }
+    counter_.Add(row);
+    return Status::OK();
+  }
+  Status EndMutation() override { return Status::OK(); }
+  uint64_t rows() const override { return counter_.rows(); }
+  uint64_t cells() const override { return counter_.cells(); }
+
+ private:
+  Status CheckFamily(const std::string& family) {
+    if (families_.count(family) != 0) return Status::OK();
+    TABLETFS_RETURN_IF_ERROR(ValidateFamilyName(family));
+    families_.insert(family);
+    return Status::OK();
+  }
+
+  const size_t max_value_bytes_;
+  std::set<std::string> families_;
+  RowCounter counter_;
+};
+
+// The second pass: creates the table and the families it lacks, and applies
+// the cells of one row in bounded batches. Undo() removes what it created.
+class Writer : public ImportSink {
+ public:
+  Writer(DB& db, std::string table, std::ostream& err)
       : db_(db), table_(std::move(table)), err_(err) {}
 
   Status Init() {
@@ -54,6 +141,7 @@ class SchemaEnsurer {
     for (const std::string& t : tables) exists = exists || t == table_;
     if (!exists) {
       TABLETFS_RETURN_IF_ERROR(db_.CreateTable(table_));
+      created_table_ = true;
       err_ << "tabletctl import: created table '" << table_ << "'\n";
     }
     TABLETFS_ASSIGN_OR_RETURN(auto families, db_.ListFamilies(table_));
@@ -61,7 +149,7 @@ class SchemaEnsurer {
     return Status::OK();
   }
 
-  Status Ensure(const std::string& family, const GcPolicy& policy = {}) {
+  Status Family(const std::string& family, const GcPolicy& policy) override {
     if (known_.count(family) != 0) return Status::OK();
     FamilySettings settings;
     settings.gc_policy = policy;
@@ -69,7 +157,59 @@ class SchemaEnsurer {
     err_ << "tabletctl import: created family '" << family << "' ("
          << policy.ToString() << ")\n";
     known_.insert(family);
+    created_families_.push_back(family);
     return Status::OK();
+  }
+
+  Status Cell(const std::string& row, const std::string& family,
+              const std::string& qualifier, std::optional<int64_t> timestamp,
+              const std::string& value) override {
+    TABLETFS_RETURN_IF_ERROR(Family(family, GcPolicy()));
+    if (mutation_ &&
+        (mutation_->row() != row || mutation_->ops().size() >= kMaxBatchOps ||
+         mutation_->ByteSize() >= kMaxBatchBytes)) {
+      TABLETFS_RETURN_IF_ERROR(EndMutation());
+    }
+    if (!mutation_) mutation_.emplace(row);
+    if (timestamp) {
+      mutation_->SetCell(family, qualifier, *timestamp, value);
+    } else {
+      mutation_->SetCell(family, qualifier, value);
+    }
+    counter_.Add(row);
+    return Status::OK();
+  }
+
+  Status EndMutation() override {
+    if (!mutation_) return Status::OK();
+    auto applied = db_.Apply(table_, *mutation_, WriteOptions());
+    mutation_.reset();
+    return applied.status();
+  }
+
+  uint64_t rows() const override { return counter_.rows(); }
+  uint64_t cells() const override { return counter_.cells(); }
+
+  // After a failed second pass: drops the table if this import created it,
+  // else the families it created (they hold only this import's cells).
+  // Cells written into families that existed before stay. Returns what it
+  // did, for the error line.
+  std::string Undo() {
+    mutation_.reset();
+    if (created_table_) {
+      Status s = db_.DeleteTable(table_);
+      return s.ok() ? "; removed the table it created"
+                    : "; could not remove the table it created: " +
+                          s.ToString();
+    }
+    std::string done;
+    for (const std::string& family : created_families_) {
+      Status s = db_.DeleteFamily(table_, family);
+      done += s.ok() ? "; removed family '" + family + "'"
+                     : "; could not remove family '" + family +
+                           "': " + s.ToString();
+    }
+    return done;
   }
 
  private:
@@ -77,52 +217,10 @@ class SchemaEnsurer {
   std::string table_;
   std::ostream& err_;
   std::set<std::string> known_;
-};
-
-// Accumulates cells of one row and applies them in bounded batches.
-class RowBatcher {
- public:
-  RowBatcher(DB& db, std::string table) : db_(db), table_(std::move(table)) {}
-
-  Status Add(const std::string& row, const std::string& family,
-             const std::string& qualifier, std::optional<int64_t> timestamp,
-             const std::string& value) {
-    if (mutation_ &&
-        (mutation_->row() != row || mutation_->ops().size() >= kMaxBatchOps ||
-         mutation_->ByteSize() >= kMaxBatchBytes)) {
-      TABLETFS_RETURN_IF_ERROR(Flush());
-    }
-    if (!mutation_) {
-      if (row != last_row_) ++rows_;
-      last_row_ = row;
-      mutation_.emplace(row);
-    }
-    if (timestamp) {
-      mutation_->SetCell(family, qualifier, *timestamp, value);
-    } else {
-      mutation_->SetCell(family, qualifier, value);
-    }
-    ++cells_;
-    return Status::OK();
-  }
-
-  Status Flush() {
-    if (!mutation_) return Status::OK();
-    auto applied = db_.Apply(table_, *mutation_, WriteOptions());
-    mutation_.reset();
-    return applied.status();
-  }
-
-  uint64_t rows() const { return rows_; }
-  uint64_t cells() const { return cells_; }
-
- private:
-  DB& db_;
-  std::string table_;
+  bool created_table_ = false;
+  std::vector<std::string> created_families_;
   std::optional<RowMutation> mutation_;
-  std::string last_row_;
-  uint64_t rows_ = 0;
-  uint64_t cells_ = 0;
+  RowCounter counter_;
 };
 
 std::string Counts(uint64_t rows, uint64_t cells) {
@@ -131,8 +229,8 @@ std::string Counts(uint64_t rows, uint64_t cells) {
 }
 
 Status ImportCsv(std::istream& in, const std::string& source,
-                 const OptionMap& options, SchemaEnsurer* schema,
-                 RowBatcher* batcher, ProgressBar* progress) {
+                 const OptionMap& options, ImportSink* sink,
+                 ProgressBar* progress) {
   CsvReader reader(in);
   std::vector<CsvField> record;
   const auto where = [&]() {
@@ -183,7 +281,7 @@ Status ImportCsv(std::istream& in, const std::string& source,
     families.resize(qualifiers.size());
   }
   for (const std::string& f : families) {
-    Status s = schema->Ensure(f);
+    Status s = sink->Family(f, GcPolicy());
     if (!s.ok()) return s.WithContext(source);
   }
   // Data rows: every cell of a CSV row in one mutation.
@@ -199,14 +297,14 @@ Status ImportCsv(std::istream& in, const std::string& source,
     }
     for (size_t i = 1; i < record.size(); ++i) {
       if (record[i].text.empty() && !record[i].quoted) continue;
-      Status s = batcher->Add(record[0].text, families[i - 1],
-                              qualifiers[i - 1], std::nullopt, record[i].text);
+      Status s = sink->Cell(record[0].text, families[i - 1], qualifiers[i - 1],
+                            std::nullopt, record[i].text);
       if (!s.ok()) return s.WithContext(where());
     }
-    Status s = batcher->Flush();
+    Status s = sink->EndMutation();
     if (!s.ok()) return s.WithContext(where());
     progress->Update(reader.bytes_read(),
-                     std::to_string(batcher->rows()) + " rows");
+                     std::to_string(sink->rows()) + " rows");
   }
   if (!reader.status().ok()) return reader_error();
   return Status::OK();
@@ -234,8 +332,7 @@ Result<std::optional<std::string>> BytesField(const JsonValue& line,
   return std::optional<std::string>();
 }
 
-Status ImportJsonLine(const JsonValue& line, SchemaEnsurer* schema,
-                      RowBatcher* batcher) {
+Status ImportJsonLine(const JsonValue& line, ImportSink* sink) {
   if (line.type != JsonValue::Type::kObject) {
     return Status::InvalidArgument("expected a JSON object");
   }
@@ -256,7 +353,7 @@ Status ImportJsonLine(const JsonValue& line, SchemaEnsurer* schema,
         }
         TABLETFS_ASSIGN_OR_RETURN(policy, GcPolicy::Parse(p->string));
       }
-      TABLETFS_RETURN_IF_ERROR(schema->Ensure(name->string, policy));
+      TABLETFS_RETURN_IF_ERROR(sink->Family(name->string, policy));
     }
     return Status::OK();
   }
@@ -275,14 +372,12 @@ Status ImportJsonLine(const JsonValue& line, SchemaEnsurer* schema,
     }
     timestamp = ts->integer;
   }
-  TABLETFS_RETURN_IF_ERROR(schema->Ensure(*family));
-  return batcher->Add(*row, *family, qualifier.value_or(""), timestamp,
-                      value.value_or(""));
+  return sink->Cell(*row, *family, qualifier.value_or(""), timestamp,
+                    value.value_or(""));
 }
 
 Status ImportJsonl(std::istream& in, const std::string& source,
-                   SchemaEnsurer* schema, RowBatcher* batcher,
-                   ProgressBar* progress) {
+                   ImportSink* sink, ProgressBar* progress) {
   std::string text;
   uint64_t line = 0;
   uint64_t bytes = 0;
@@ -294,12 +389,50 @@ Status ImportJsonl(std::istream& in, const std::string& source,
     const std::string where = source + ":" + std::to_string(line);
     auto value = ParseJson(text);
     if (!value.ok()) return value.status().WithContext(where);
-    Status s = ImportJsonLine(*value, schema, batcher);
+    Status s = ImportJsonLine(*value, sink);
     if (!s.ok()) return s.WithContext(where);
-    progress->Update(bytes, std::to_string(batcher->rows()) + " rows");
+    progress->Update(bytes, std::to_string(sink->rows()) + " rows");
   }
   if (in.bad()) return Status::IOError(source + ": read failed");
-  return batcher->Flush().WithContext(source);
+  return sink->EndMutation().WithContext(source);
+}
+
+// One pass over the input from its start.
+Status ImportPass(std::istream& in, const std::string& source, Format format,
+                  const OptionMap& options, ImportSink* sink,
+                  ProgressBar* progress) {
+  in.clear();
+  in.seekg(0);
+  if (!in) return Status::IOError(source + ": cannot read it again");
+  return format == Format::kCsv
+             ? ImportCsv(in, source, options, sink, progress)
+             : ImportJsonl(in, source, sink, progress);
+}
+
+// Standard input is read twice too: copied into an unlinked temporary file
+// first.
+Status SpoolStdin(std::ifstream* spooled) {
+  const char* tmpdir = getenv("TMPDIR");
+  std::string path = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") +
+                     "/tabletctl-import-XXXXXX";
+  const int fd = mkstemp(path.data());
+  if (fd < 0) {
+    return Status::IOError(path + ": cannot create: " + std::strerror(errno));
+  }
+  close(fd);
+  {
+    std::ofstream copy(path, std::ios::binary | std::ios::trunc);
+    copy << std::cin.rdbuf();
+    copy.flush();
+    if (!copy || std::cin.bad()) {
+      unlink(path.c_str());
+      return Status::IOError("<stdin>: cannot copy it to " + path);
+    }
+  }
+  spooled->open(path, std::ios::binary);
+  unlink(path.c_str());
+  if (!*spooled) return Status::IOError(path + ": cannot reopen");
+  return Status::OK();
 }
 
 // ---- Export ----
@@ -463,7 +596,6 @@ int Import(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
   if (!s.ok()) return UsageError(err, "import", s.message());
 
   std::ifstream file;
-  std::istream* in = &std::cin;
   uint64_t total = 0;
   const std::string source = args[1] == "-" ? "<stdin>" : args[1];
   if (args[1] != "-") {
@@ -476,22 +608,37 @@ int Import(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
     std::error_code ec;
     total = std::filesystem::file_size(args[1], ec);
     if (ec) total = 0;
-    in = &file;
+  } else {
+    s = SpoolStdin(&file);
+    if (!s.ok()) return Fail(err, "import", s);
   }
 
-  SchemaEnsurer schema(db, table, err);
-  s = schema.Init();
-  if (!s.ok()) return Fail(err, "import", s);
-  RowBatcher batcher(db, table);
-  ProgressBar progress(err, ProgressWanted(err), "importing", total);
-  if (*format == Format::kCsv) {
-    s = ImportCsv(*in, source, *options, &schema, &batcher, &progress);
-  } else {
-    s = ImportJsonl(*in, source, &schema, &batcher, &progress);
+  // Pass 1: check everything, write nothing.
+  Checker checker(Options().max_value_bytes);
+  {
+    ProgressBar progress(err, ProgressWanted(err), "checking", total);
+    s = ImportPass(file, source, *format, *options, &checker, &progress);
+    progress.Finish();
   }
-  progress.Finish();
-  if (!s.ok()) return Fail(err, "import", s);
-  out << "imported " << Counts(batcher.rows(), batcher.cells()) << " into "
+  if (!s.ok()) {
+    err << "tabletctl import: " << s.ToString()
+        << " (nothing imported, nothing created)\n";
+    return kExitFailure;
+  }
+  // Pass 2: create and write.
+  Writer writer(db, table, err);
+  s = writer.Init();
+  if (s.ok()) {
+    ProgressBar progress(err, ProgressWanted(err), "importing", total);
+    s = ImportPass(file, source, *format, *options, &writer, &progress);
+    progress.Finish();
+  }
+  if (!s.ok()) {
+    const std::string undone = writer.Undo();
+    err << "tabletctl import: " << s.ToString() << undone << '\n';
+    return kExitFailure;
+  }
+  out << "imported " << Counts(writer.rows(), writer.cells()) << " into "
       << table << '\n';
   return kExitOk;
 }

@@ -369,6 +369,96 @@ TEST_F(CommandsTest, ImportErrors) {
   EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1);
 }
 
+// A failed import changes nothing: the whole file is checked before the
+// table or any family is created (issue 14, item 10).
+TEST_F(CommandsTest, FailedImportCreatesNothing) {
+  const std::string garbage = TempFile("garbage.jsonl");
+  {
+    std::ofstream f(garbage);
+    f << "this is not JSON\n";
+  }
+  Outcome o = Run({"import", "NEW", garbage});
+  EXPECT_EQ(o.code, kExitFailure);
+  EXPECT_THAT(o.err, HasSubstr(garbage + ":1: "));
+  EXPECT_THAT(o.err, HasSubstr("nothing imported"));
+  EXPECT_THAT(o.err, Not(HasSubstr("created table")));
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1);
+  EXPECT_EQ(Ok({"ls"}), "");
+
+  // Good lines before a bad one are not written either, and neither the
+  // declared nor the used families are created in an existing table.
+  Ok({"createtable", "old", "families=f"});
+  const std::string late = TempFile("late.jsonl");
+  {
+    std::ofstream f(late);
+    f << "{\"table\":\"x\",\"families\":[{\"name\":\"g\",\"gcpolicy\":"
+         "\"maxversions=1\"}]}\n"
+         "{\"row\":\"r1\",\"family\":\"f\",\"value\":\"v\"}\n"
+         "{\"row\":\"r2\",\"family\":\"h\",\"value\":\"v\"}\n"
+         "{\"row\":\"r3\",\"family\":\"bad family\",\"value\":\"v\"}\n";
+  }
+  o = Run({"import", "old", late});
+  EXPECT_EQ(o.code, kExitFailure);
+  EXPECT_THAT(o.err, HasSubstr(late + ":4: "));
+  EXPECT_EQ(Ok({"count", "old"}), "0\n");
+  EXPECT_THAT(Ok({"ls", "old"}), Not(HasSubstr("\ng ")));
+  EXPECT_THAT(Ok({"ls", "old"}), Not(HasSubstr("\nh ")));
+
+  // CSV: a bad last line, an empty row key.
+  const std::string csv = TempFile("late.csv");
+  {
+    std::ofstream f(csv);
+    f << ",f\n,q\nr1,v\n,v\n";
+  }
+  o = Run({"import", "NEW", csv});
+  EXPECT_EQ(o.code, kExitFailure);
+  EXPECT_THAT(o.err, HasSubstr(csv + ":4: empty row key"));
+  EXPECT_EQ(Ok({"ls"}), "old\n");
+
+  // A row key the store refuses (longer than 64 KiB).
+  const std::string long_key = TempFile("long.jsonl");
+  {
+    std::ofstream f(long_key);
+    f << "{\"row\":\"" << std::string(kMaxRowKeyBytes + 1, 'k')
+      << "\",\"family\":\"f\",\"value\":\"v\"}\n";
+  }
+  EXPECT_EQ(Run({"import", "NEW", long_key}).code, kExitFailure);
+  EXPECT_EQ(Ok({"ls"}), "old\n");
+}
+
+// When the store refuses a write the check could not foresee, the import
+// removes the table and families it created.
+TEST_F(CommandsTest, ImportFailingInTheStoreRemovesWhatItCreated) {
+  db_.reset();
+  Options small;
+  small.max_value_bytes = 8;  // the check allows Options()'s 64 MiB
+  auto db = DB::Open(small, dir_ + "/data");
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  db_ = std::move(*db);
+  const std::string file = TempFile("big.jsonl");
+  {
+    std::ofstream f(file);
+    f << "{\"row\":\"r1\",\"family\":\"f\",\"value\":\"small\"}\n"
+         "{\"row\":\"r2\",\"family\":\"f\",\"value\":\"larger than 8\"}\n";
+  }
+  Outcome o = Run({"import", "NEW", file});
+  EXPECT_EQ(o.code, kExitFailure);
+  EXPECT_THAT(o.err, HasSubstr("removed the table it created"));
+  EXPECT_EQ(Ok({"ls"}), "");
+
+  Ok({"createtable", "old", "families=f"});
+  {
+    std::ofstream f(file);
+    f << "{\"row\":\"r1\",\"family\":\"g\",\"value\":\"small\"}\n"
+         "{\"row\":\"r2\",\"family\":\"g\",\"value\":\"larger than 8\"}\n";
+  }
+  o = Run({"import", "old", file});
+  EXPECT_EQ(o.code, kExitFailure);
+  EXPECT_THAT(o.err, HasSubstr("removed family 'g'"));
+  EXPECT_THAT(Ok({"ls", "old"}), Not(HasSubstr("\ng ")));
+  EXPECT_EQ(Ok({"count", "old"}), "0\n");
+}
+
 TEST_F(CommandsTest, ExportErrorsAndAt) {
   MakeWebtable();
   EXPECT_EQ(Run({"export", "nope"}).code, kExitFailure);

@@ -1348,7 +1348,7 @@ Status DBImpl::Sync() {
   return SyncOrFlushRequest(/*flush_memtable=*/false);
 }
 
-Status DBImpl::BackgroundError() {
+Status DBImpl::StickyError() {
   MutexLock l(&mu_);
   return bg_error_;
 }

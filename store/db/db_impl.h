@@ -1,4 +1,5 @@
-// DBImpl: the engine behind tabletfs::DB (store/db.h).
+// DBImpl: the engine behind tabletfs::DB (store/db.h), which implements the
+// data-model interface (store/bigtable.h).
 //
 // Layout of a database directory:
 //   LOCK               exclusive lock (Env::LockFile)
@@ -102,7 +103,7 @@ class DBImpl final : public DB {
   Status WaitForIdle() override;
   Status Verify() override;
   DbStats GetStats() override;
-  Status BackgroundError() override;
+  Status StickyError() override;
   int64_t LastTimestamp() override;
 
   // For SnapshotImpl.

@@ -1,6 +1,6 @@
 // Env: every file operation and the clock of the store go through this
 // interface, so tests can run in memory, inject errors, fill the disk and
-// drop unsynced data (see store/env/mem_env.h, store/env/fault_env.h).
+// drop unsynced data (see store/env/mem_env.h, store/fault_env.h).
 //
 // Paths are plain strings; "/" separates components.
 //

@@ -1,7 +1,7 @@
 // TEST HOOK, not for production: I/O faults injected into a live daemon.
 //
 // With TABLETFS_TEST_FAULTS=<control file> in its environment, the daemon
-// runs the store on a FaultInjectionEnv (store/env/fault_env.h) over the
+// runs the store on a FaultInjectionEnv (store/fault_env.h) over the
 // POSIX Env, and makes the faults the control file lists: once at start
 // (before the store opens), and again every time the process gets SIGUSR2.
 // Without the variable nothing changes: no wrapper, no thread, no signal
@@ -42,7 +42,7 @@
 #include <thread>
 
 #include "store/env.h"
-#include "store/env/fault_env.h"
+#include "store/fault_env.h"
 #include "store/status.h"
 
 namespace tabletfs::daemon {

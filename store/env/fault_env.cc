@@ -1,4 +1,4 @@
-#include "store/env/fault_env.h"
+#include "store/fault_env.h"
 
 #include <algorithm>
 #include <chrono>

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "store/db.h"
-#include "store/env/fault_env.h"
 #include "store/env/mem_env.h"
+#include "store/fault_env.h"
 
 namespace tabletfs {
 namespace {

@@ -10,8 +10,8 @@
 
 #include "gtest/gtest.h"
 #include "store/env.h"
-#include "store/env/fault_env.h"
 #include "store/env/mem_env.h"
+#include "store/fault_env.h"
 
 namespace tabletfs {
 namespace {

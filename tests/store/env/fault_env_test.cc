@@ -1,6 +1,6 @@
 // FaultInjectionEnv: the power-loss model and error injection.
 
-#include "store/env/fault_env.h"
+#include "store/fault_env.h"
 
 #include <functional>
 #include <string>

@@ -17,8 +17,8 @@
 #include <string>
 
 #include "store/db.h"
-#include "store/env/fault_env.h"
 #include "store/env/mem_env.h"
+#include "store/fault_env.h"
 #include "tests/store/reliability/reliability_util.h"
 
 namespace tabletfs::reliability {

@@ -12,8 +12,8 @@
 #include <set>
 
 #include "store/db.h"
-#include "store/env/fault_env.h"
 #include "store/env/mem_env.h"
+#include "store/fault_env.h"
 #include "tests/store/reliability/reliability_util.h"
 
 namespace tabletfs::reliability {

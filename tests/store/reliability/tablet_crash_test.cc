@@ -28,8 +28,8 @@
 
 #include "store/db.h"
 #include "store/db/version_edit.h"
-#include "store/env/fault_env.h"
 #include "store/env/mem_env.h"
+#include "store/fault_env.h"
 #include "store/wal/log_format.h"
 #include "tests/store/reliability/reliability_util.h"
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "store/env.h"
-#include "store/env/fault_env.h"
 #include "store/env/mem_env.h"
+#include "store/fault_env.h"
 #include "store/status.h"
 #include "store/util/coding.h"
 #include "store/util/hash.h"

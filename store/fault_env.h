@@ -31,11 +31,14 @@
 // base env. While the filesystem is inactive, every operation that would
 // change the base env fails IOError.
 //
+// Public, like LevelDB's helpers/memenv: the engine's tests and the
+// daemon's test hook (mount/daemon/test_faults.h) use it.
+//
 // Thread safety: all methods are thread-safe; the files follow the rules of
 // store/env.h. REQUIRES: the base env outlives this env, and this env
 // outlives every file and lock it returned.
-#ifndef TABLETFS_STORE_ENV_FAULT_ENV_H_
-#define TABLETFS_STORE_ENV_FAULT_ENV_H_
+#ifndef TABLETFS_STORE_FAULT_ENV_H_
+#define TABLETFS_STORE_FAULT_ENV_H_
 
 #include <array>
 #include <cstdint>
@@ -230,4 +233,4 @@ class FaultInjectionEnv : public Env {
 
 }  // namespace tabletfs
 
-#endif  // TABLETFS_STORE_ENV_FAULT_ENV_H_
+#endif  // TABLETFS_STORE_FAULT_ENV_H_

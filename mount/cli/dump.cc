@@ -8,11 +8,8 @@
 #include "mount/cli/args.h"
 #include "mount/cli/commands.h"
 #include "mount/cli/text.h"
-#include "store/db/key_format.h"
+#include "store/engine_files.h"
 #include "store/env.h"
-#include "store/table/table.h"
-#include "store/table/table_options.h"
-#include "store/wal/log_reader.h"
 
 namespace tabletfs::cli {
 namespace {
@@ -26,90 +23,49 @@ std::string Preview(std::string_view bytes) {
          std::to_string(bytes.size()) + " bytes)";
 }
 
-std::string_view KindName(EntryKind kind) {
-  switch (kind) {
-    case EntryKind::kPut:
-      return "put";
-    case EntryKind::kDeleteVersion:
-      return "delete-version";
-    case EntryKind::kDeleteCell:
-      return "delete-cell";
-    case EntryKind::kDeleteFamily:
-      return "delete-family";
-    case EntryKind::kDeleteRow:
-      return "delete-row";
-    case EntryKind::kPutValueRef:
-      return "put-value-ref";
-  }
-  return "unknown-kind";
-}
-
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
          s.substr(s.size() - suffix.size()) == suffix;
 }
 
 Status DumpTable(const std::string& path, uint64_t limit, std::ostream& out) {
-  Env* env = Env::Default();
-  TABLETFS_ASSIGN_OR_RETURN(uint64_t size, env->GetFileSize(path));
-  TABLETFS_ASSIGN_OR_RETURN(auto file, env->NewRandomAccessFile(path));
-  TABLETFS_ASSIGN_OR_RETURN(
-      auto table,
-      Table::Open(TableOptions(), std::move(file), size, /*cache_id=*/0, path));
-  std::unique_ptr<Iterator> it = table->NewIterator(/*fill_cache=*/false);
   uint64_t entries = 0;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    if (limit != 0 && entries == limit) break;
-    ++entries;
-    ParsedKey key;
-    if (!ParseInternalKey(it->key(), &key)) {
-      out << "malformed key " << Preview(it->key()) << '\n';
-      continue;
-    }
-    out << "table=" << key.table_id
-        << " row=" << ShowKey(Unescape(key.row_enc));
-    if (key.section != KeySection::kRowMarker) {
-      out << " family=" << key.family_id;
-    }
-    if (key.section == KeySection::kCellMarker ||
-        key.section == KeySection::kVersion) {
-      out << " qualifier=" << ShowKey(Unescape(key.qualifier_enc));
-    }
-    if (key.section == KeySection::kVersion) {
-      out << " ts=" << key.timestamp;
-    }
-    out << " seq=" << key.seq << ' ' << KindName(key.kind);
-    if (key.kind == EntryKind::kPut || key.kind == EntryKind::kPutValueRef) {
-      out << ' ' << Preview(it->value());
-    }
-    out << '\n';
-  }
-  TABLETFS_RETURN_IF_ERROR(it->status());
+  uint64_t size = 0;
+  TABLETFS_RETURN_IF_ERROR(ForEachTableFileEntry(
+      Env::Default(), path, &size, [&](const TableFileEntry& e) {
+        if (limit != 0 && entries == limit) return false;
+        ++entries;
+        if (!e.well_formed) {
+          out << "malformed key " << Preview(e.raw_key) << '\n';
+          return true;
+        }
+        out << "table=" << e.table_id << " row=" << ShowKey(e.row);
+        if (e.has_family) out << " family=" << e.family_id;
+        if (e.has_qualifier) out << " qualifier=" << ShowKey(e.qualifier);
+        if (e.has_timestamp) out << " ts=" << e.timestamp;
+        out << " seq=" << e.seq << ' ' << e.kind;
+        if (e.has_value) out << ' ' << Preview(e.value);
+        out << '\n';
+        return true;
+      }));
   out << entries << (entries == 1 ? " entry" : " entries") << " shown of "
       << path << " (" << FormatBytes(size) << ")\n";
   return Status::OK();
 }
 
 Status DumpLog(const std::string& path, uint64_t limit, std::ostream& out) {
-  TABLETFS_ASSIGN_OR_RETURN(auto file, Env::Default()->NewSequentialFile(path));
-  LogReader reader(std::move(file), path);
-  std::string record;
-  Status status;
   uint64_t records = 0;
-  uint64_t start = 0;
-  while (reader.ReadRecord(&record, &status)) {
-    ++records;
-    out << "record " << records << " at offset " << start << ": "
-        << record.size() << " bytes " << Preview(record) << '\n';
-    start = reader.LastRecordEndOffset();
-    if (limit != 0 && records == limit) break;
-  }
-  TABLETFS_RETURN_IF_ERROR(status);
+  int64_t torn_tail = -1;
+  TABLETFS_RETURN_IF_ERROR(ForEachLogFileRecord(
+      Env::Default(), path, &torn_tail, [&](const LogFileRecord& r) {
+        ++records;
+        out << "record " << records << " at offset " << r.offset << ": "
+            << r.bytes.size() << " bytes " << Preview(r.bytes) << '\n';
+        return limit == 0 || records != limit;
+      }));
   out << records << (records == 1 ? " record" : " records") << " shown of "
       << path;
-  if (reader.torn_tail()) {
-    out << "; torn tail after offset " << reader.LastRecordEndOffset();
-  }
+  if (torn_tail >= 0) out << "; torn tail after offset " << torn_tail;
   out << '\n';
   return Status::OK();
 }

@@ -20,7 +20,7 @@ std::string RowEnd(std::string_view row) {
 
 }  // namespace
 
-DirHandle::DirHandle(DB* db, EphemeralDirs* ephemeral, Node dir)
+DirHandle::DirHandle(Bigtable* db, EphemeralDirs* ephemeral, Node dir)
     : db_(db), ephemeral_(ephemeral), dir_(std::move(dir)) {}
 
 void DirHandle::Remember(const Position& pos) {

@@ -18,7 +18,7 @@
 // family listing reads one consistent snapshot (the scanner's) per pass.
 //
 // Thread safety: Read() may be called from any thread; calls on one handle
-// are serialized by its mutex. REQUIRES: the DB outlives the handle.
+// are serialized by its mutex. REQUIRES: the store outlives the handle.
 #ifndef TABLETFS_FS_DIR_HANDLE_H_
 #define TABLETFS_FS_DIR_HANDLE_H_
 
@@ -35,7 +35,7 @@
 #include "fs/ephemeral_dirs.h"
 #include "fs/errors.h"
 #include "fs/path_map.h"
-#include "store/db.h"
+#include "store/bigtable.h"
 #include "store/util/mutex.h"
 
 namespace tabletfs::fs {
@@ -58,7 +58,7 @@ class DirHandle {
  public:
   static constexpr size_t kRememberedEntries = 4096;
 
-  DirHandle(DB* db, EphemeralDirs* ephemeral, Node dir);
+  DirHandle(Bigtable* db, EphemeralDirs* ephemeral, Node dir);
   DirHandle(const DirHandle&) = delete;
   DirHandle& operator=(const DirHandle&) = delete;
 
@@ -95,7 +95,7 @@ class DirHandle {
   FsError LoadNames() REQUIRES(mu_);
   void Remember(const Position& pos) REQUIRES(mu_);
 
-  DB* const db_;
+  Bigtable* const db_;
   EphemeralDirs* const ephemeral_;
   const Node dir_;
 

@@ -108,7 +108,7 @@ struct CellVersion {
 
 class Filesystem {
  public:
-  Filesystem(DB* db, const SessionOptions& options)
+  Filesystem(Bigtable* db, const SessionOptions& options)
       : db_(db),
         options_(options),
         uid_(getuid()),
@@ -463,7 +463,7 @@ class Filesystem {
     }
   }
 
-  DB* const db_;
+  Bigtable* const db_;
   const SessionOptions options_;
   const uid_t uid_;
   const gid_t gid_;
@@ -629,7 +629,8 @@ FsError Filesystem::Stat(const Node& node, fuse_ino_t ino, struct stat* st) {
     case NodeKind::kStatusFile: {
       // Generated content, read with direct I/O: the size is a hint.
       std::string text;
-      TABLETFS_FS_RETURN_IF_ERROR(StatusFileText(*db_, node.name, &text));
+      TABLETFS_FS_RETURN_IF_ERROR(
+          StatusFileText(*db_, options_.stats_text, node.name, &text));
       FileStat(ino, FamilySettings(), text.size(), NowMicros(), st);
       st->st_mode = S_IFREG | 0444;
       st->st_uid = uid_;
@@ -752,7 +753,7 @@ FsError Filesystem::MakeEntry(const Node& node, fuse_entry_param* e) {
 }
 
 FsError Filesystem::CheckSpace(uint64_t bytes) {
-  Status bg = db_->BackgroundError();
+  Status bg = db_->StickyError();
   if (!bg.ok()) {
     return FsError::Of(EIO, "the store failed earlier: " + bg.ToString());
   }
@@ -1495,7 +1496,7 @@ void Filesystem::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       case NodeKind::kStatusFile: {
         // The text is fixed at open: one read sees one consistent state.
         std::string text;
-        e = StatusFileText(*db_, n.name, &text);
+        e = StatusFileText(*db_, options_.stats_text, n.name, &text);
         if (!e.ok()) break;
         h = OpenHandle(ino, n, FileHandle::Mode::kRead, std::move(text), false);
         fi->direct_io = 1;
@@ -1968,7 +1969,7 @@ const fuse_lowlevel_ops kOps = [] {
 
 class Session::Impl {
  public:
-  Impl(DB* db, const SessionOptions& options)
+  Impl(Bigtable* db, const SessionOptions& options)
       : options_(options), fs_(db, options) {}
 
   ~Impl() {
@@ -2051,7 +2052,7 @@ class Session::Impl {
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
-FsError Session::Create(DB* db, const SessionOptions& options,
+FsError Session::Create(Bigtable* db, const SessionOptions& options,
                         std::unique_ptr<Session>* out) {
   auto impl = std::make_unique<Impl>(db, options);
   TABLETFS_FS_RETURN_IF_ERROR(impl->Create());

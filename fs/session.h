@@ -1,4 +1,5 @@
-// Session: the FUSE session serving one DB at one mount point — the only
+// Session: the FUSE session serving one store (any implementation of the
+// data-model interface, store/bigtable.h) at one mount point — the only
 // interface mount/ needs, so that nothing outside fs/ includes FUSE headers.
 //
 //   auto session = Session::Create(db.get(), options);   // parses -o options
@@ -17,7 +18,8 @@
 #include <vector>
 
 #include "fs/errors.h"
-#include "store/db.h"
+#include "fs/status_files.h"
+#include "store/bigtable.h"
 
 namespace tabletfs::fs {
 
@@ -40,13 +42,16 @@ struct SessionOptions {
   // Below this much free space in the data directory, write() fails with
   // ENOSPC (Options::space_reserve_bytes).
   uint64_t space_reserve_bytes = 64u << 20;
+  // The text of `.tabletfs/stats`, from whoever opened the store (the
+  // daemon: the engine's DbStats). Empty: the file is empty.
+  StatsTextFn stats_text;
 };
 
 class Session {
  public:
   // Creates the FUSE session (no mount yet) and installs the SIGINT, SIGTERM
   // and SIGHUP handlers that end Loop(). REQUIRES: `db` outlives the Session.
-  static FsError Create(DB* db, const SessionOptions& options,
+  static FsError Create(Bigtable* db, const SessionOptions& options,
                         std::unique_ptr<Session>* out);
   // Unmounts when mounted, commits what open files hold, frees everything.
   ~Session();

@@ -37,7 +37,7 @@ std::string FormatTablets(std::string_view table,
   return out;
 }
 
-Result<std::string> TabletsText(DB& db,
+Result<std::string> TabletsText(Bigtable& db,
                                 const std::optional<std::string>& table) {
   if (table.has_value()) {
     Result<std::vector<TabletInfo>> tablets = db.ListTablets(*table);
@@ -58,9 +58,10 @@ Result<std::string> TabletsText(DB& db,
   return out;
 }
 
-FsError StatusFileText(DB& db, std::string_view name, std::string* out) {
+FsError StatusFileText(Bigtable& db, const StatsTextFn& stats,
+                       std::string_view name, std::string* out) {
   if (name == kStatsFileName) {
-    *out = db.GetStats().ToString();
+    *out = stats ? stats() : std::string();
     return FsError::Ok();
   }
   if (name == kTabletsFileName) {

@@ -2,7 +2,8 @@
 // namespace"): their text (their names are in fs/path_map.h). `tabletctl
 // tablets` prints the same lines as `.tabletfs/tablets`.
 //
-//   stats    "key value" lines, DbStats::ToString (store/stats.h)
+//   stats    "key value" lines, DbStats::ToString (store/stats.h), given by
+//            whoever opened the store (fs/ knows only store/bigtable.h)
 //   tablets  one line per tablet of every table, tables by name, each
 //            table's tablets in row order, fields separated by one TAB:
 //
@@ -22,10 +23,11 @@
 //            SampleRowKeys): `cut -f6-` gives them. No header line, so
 //            `wc -l` counts tablets and `grep '^TABLE<TAB>'` picks a table.
 //
-// Thread safety: pure functions, and functions of a thread-safe DB.
+// Thread safety: pure functions, and functions of a thread-safe store.
 #ifndef TABLETFS_FS_STATUS_FILES_H_
 #define TABLETFS_FS_STATUS_FILES_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,7 +35,7 @@
 
 #include "fs/errors.h"
 #include "fs/path_map.h"
-#include "store/db.h"
+#include "store/bigtable.h"
 
 namespace tabletfs::fs {
 
@@ -48,12 +50,17 @@ std::string FormatTablets(std::string_view table,
 // The tablets of `table`, or of every table (sorted by name) when nullopt,
 // formatted. NotFound when the named table does not exist; a table dropped
 // while every table is listed is left out.
-Result<std::string> TabletsText(DB& db,
+Result<std::string> TabletsText(Bigtable& db,
                                 const std::optional<std::string>& table);
 
-// The current text of `.tabletfs/NAME`. ENOENT for a name that is not a
-// status file; the store's errors mapped (fs/errors.h).
-FsError StatusFileText(DB& db, std::string_view name, std::string* out);
+// The text of `.tabletfs/stats` (SessionOptions::stats_text).
+using StatsTextFn = std::function<std::string()>;
+
+// The current text of `.tabletfs/NAME`: `stats` from `stats` (empty when it
+// is empty). ENOENT for a name that is not a status file; the store's
+// errors mapped (fs/errors.h).
+FsError StatusFileText(Bigtable& db, const StatsTextFn& stats,
+                       std::string_view name, std::string* out);
 
 }  // namespace tabletfs::fs
 

@@ -95,7 +95,12 @@ int Main(int argc, char** argv) {
               << '\n';
     return kExitFailure;
   }
-  const int code = command->run(**db, rest, std::cout, std::cerr);
+  // Only maintenance asks for the engine; every other command gets the
+  // data-model interface.
+  const int code =
+      command->run_on_engine != nullptr
+          ? command->run_on_engine(**db, rest, std::cout, std::cerr)
+          : command->run(**db, rest, std::cout, std::cerr);
   std::cout.flush();
   if (!std::cout) {
     std::cerr << "tabletctl " << command->name

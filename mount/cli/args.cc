@@ -63,8 +63,8 @@ Result<SetCellArg> ParseSetArg(std::string_view arg) {
   return cell;
 }
 
-Status ParseColumnsOption(DB& db, std::string_view table, std::string_view text,
-                          ReadOptions* read) {
+Status ParseColumnsOption(Bigtable& db, std::string_view table,
+                          std::string_view text, ReadOptions* read) {
   std::vector<std::string> all_families;
   bool families_loaded = false;
   size_t start = 0;

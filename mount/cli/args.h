@@ -43,8 +43,8 @@ Result<SetCellArg> ParseSetArg(std::string_view arg);
 // expressions: "F:Q" the column, "F:" every column of family F, ":Q" or "Q"
 // qualifier Q in every family of the table. Appends to read->families and
 // read->columns.
-Status ParseColumnsOption(DB& db, std::string_view table, std::string_view text,
-                          ReadOptions* read);
+Status ParseColumnsOption(Bigtable& db, std::string_view table,
+                          std::string_view text, ReadOptions* read);
 
 // cells-per-column=N (N >= 1) for ReadOptions::max_versions.
 Result<uint32_t> ParseCellsPerColumn(std::string_view text);

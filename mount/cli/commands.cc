@@ -100,8 +100,9 @@ const std::vector<Command>& AllCommands() {
       {"compact", "compact",
        "Compact everything into the fewest files, applying GC policies and "
        "deletions",
-       "", &Compact},
-      {"stats", "stats", "Print the engine's statistics", "", &Stats},
+       "", nullptr, false, nullptr, &Compact},
+      {"stats", "stats", "Print the engine's statistics", "", nullptr, false,
+       nullptr, &Stats},
       {"tablets", "tablets [TABLE]",
        "List the tablets of every table, or of TABLE, one per line",
        "The lines of MOUNT/.tabletfs/tablets: tables by name, each table's\n"
@@ -118,7 +119,7 @@ const std::vector<Command>& AllCommands() {
        &Tablets},
       {"check", "check",
        "Verify every checksum of every live file (exit code 1 on damage)", "",
-       &Check},
+       nullptr, false, nullptr, &Check},
       {"dump", "dump FILE [count=N]",
        "Print an SSTable's entries or a commit log's records (debugging)",
        "FILE is DATADIR/NNNNNN.sst (one line per internal key: table and\n"
@@ -155,7 +156,7 @@ void PrintCell(std::ostream& out, std::string_view family,
 }
 
 // Fills read options from lookup/read's columns=, cells-per-column=, at=.
-Status ApplyReadOptions(DB& db, std::string_view table,
+Status ApplyReadOptions(Bigtable& db, std::string_view table,
                         const OptionMap& options, ReadOptions* read) {
   read->max_versions = 0;  // cbt shows every version unless told otherwise
   if (auto it = options.find("cells-per-column"); it != options.end()) {
@@ -243,6 +244,9 @@ int RunCommand(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
   if (command->run_on_files != nullptr) {
     return command->run_on_files(rest, out, err);
   }
+  if (command->run_on_engine != nullptr) {
+    return command->run_on_engine(db, rest, out, err);
+  }
   return command->run(db, rest, out, err);
 }
 
@@ -263,7 +267,7 @@ int UsageError(std::ostream& err, std::string_view command,
 
 // ---- Schema ----
 
-int Ls(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
+int Ls(Bigtable& db, const Args& args, std::ostream& out, std::ostream& err) {
   if (args.size() > 1) return UsageError(err, "ls", "too many arguments");
   if (args.empty()) {
     auto tables = db.ListTables();
@@ -287,7 +291,7 @@ int Ls(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
-int CreateTable(DB& db, const Args& args, std::ostream& /*out*/,
+int CreateTable(Bigtable& db, const Args& args, std::ostream& /*out*/,
                 std::ostream& err) {
   if (args.empty()) return UsageError(err, "createtable", "missing TABLE");
   auto options = ParseOptions(args, 1, {"families"});
@@ -329,7 +333,7 @@ int CreateTable(DB& db, const Args& args, std::ostream& /*out*/,
   return kExitOk;
 }
 
-int DeleteTable(DB& db, const Args& args, std::ostream& /*out*/,
+int DeleteTable(Bigtable& db, const Args& args, std::ostream& /*out*/,
                 std::ostream& err) {
   if (args.size() != 1) {
     return UsageError(err, "deletetable",
@@ -340,7 +344,7 @@ int DeleteTable(DB& db, const Args& args, std::ostream& /*out*/,
   return kExitOk;
 }
 
-int CreateFamily(DB& db, const Args& args, std::ostream& /*out*/,
+int CreateFamily(Bigtable& db, const Args& args, std::ostream& /*out*/,
                  std::ostream& err) {
   if (args.size() < 2) {
     return UsageError(
@@ -366,7 +370,7 @@ int CreateFamily(DB& db, const Args& args, std::ostream& /*out*/,
   return kExitOk;
 }
 
-int DeleteFamily(DB& db, const Args& args, std::ostream& /*out*/,
+int DeleteFamily(Bigtable& db, const Args& args, std::ostream& /*out*/,
                  std::ostream& err) {
   if (args.size() != 2) {
     return UsageError(
@@ -378,7 +382,7 @@ int DeleteFamily(DB& db, const Args& args, std::ostream& /*out*/,
   return kExitOk;
 }
 
-int SetGcPolicy(DB& db, const Args& args, std::ostream& /*out*/,
+int SetGcPolicy(Bigtable& db, const Args& args, std::ostream& /*out*/,
                 std::ostream& err) {
   if (args.size() < 3) {
     return UsageError(
@@ -399,7 +403,8 @@ int SetGcPolicy(DB& db, const Args& args, std::ostream& /*out*/,
 
 // ---- Data ----
 
-int Set(DB& db, const Args& args, std::ostream& /*out*/, std::ostream& err) {
+int Set(Bigtable& db, const Args& args, std::ostream& /*out*/,
+        std::ostream& err) {
   if (args.size() < 3) {
     return UsageError(err, "set",
                       args.size() < 2 ? "missing TABLE or ROW"
@@ -421,7 +426,8 @@ int Set(DB& db, const Args& args, std::ostream& /*out*/, std::ostream& err) {
   return kExitOk;
 }
 
-int Lookup(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
+int Lookup(Bigtable& db, const Args& args, std::ostream& out,
+           std::ostream& err) {
   if (args.size() < 2) {
     return UsageError(err, "lookup",
                       args.empty() ? "missing TABLE and ROW" : "missing ROW");
@@ -450,7 +456,7 @@ int Lookup(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
-int Read(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
+int Read(Bigtable& db, const Args& args, std::ostream& out, std::ostream& err) {
   if (args.empty()) return UsageError(err, "read", "missing TABLE");
   auto options = ParseOptions(
       args, 1,
@@ -506,7 +512,8 @@ int Read(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
-int Count(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
+int Count(Bigtable& db, const Args& args, std::ostream& out,
+          std::ostream& err) {
   if (args.size() != 1) {
     return UsageError(err, "count",
                       args.empty() ? "missing TABLE" : "too many arguments");
@@ -525,7 +532,7 @@ int Count(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
-int DeleteRow(DB& db, const Args& args, std::ostream& /*out*/,
+int DeleteRow(Bigtable& db, const Args& args, std::ostream& /*out*/,
               std::ostream& err) {
   if (args.size() != 2) {
     return UsageError(
@@ -539,7 +546,7 @@ int DeleteRow(DB& db, const Args& args, std::ostream& /*out*/,
   return kExitOk;
 }
 
-int DeleteAllRows(DB& db, const Args& args, std::ostream& /*out*/,
+int DeleteAllRows(Bigtable& db, const Args& args, std::ostream& /*out*/,
                   std::ostream& err) {
   if (args.size() != 1) {
     return UsageError(err, "deleteallrows",

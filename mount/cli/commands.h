@@ -1,7 +1,10 @@
 // The commands of `tabletctl`, cbt's command line for a tabletfs data
-// directory, as a library: each command is a function of an open DB, its
+// directory, as a library: each command is a function of an open store, its
 // arguments (without the command name), and the streams for output and
-// errors, returning the process exit code. tabletctl_main.cc only parses
+// errors, returning the process exit code. Data and schema commands take
+// the data-model interface (store/bigtable.h), so they run on any
+// implementation; only the engine's maintenance (compact, stats, check)
+// takes the engine (store/db.h). tabletctl_main.cc only parses
 // the global options, opens the database and dispatches here; tests call
 // the same functions with string streams.
 //
@@ -14,7 +17,7 @@
 //   - A progress bar is drawn on `err` only when it is the terminal
 //     (ProgressWanted in progress.h).
 //
-// Thread safety: the functions may run concurrently on one DB (the DB is
+// Thread safety: the functions may run concurrently on one store (it is
 // thread-safe); each call uses its streams from one thread.
 #ifndef TABLETFS_MOUNT_CLI_COMMANDS_H_
 #define TABLETFS_MOUNT_CLI_COMMANDS_H_
@@ -24,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "store/bigtable.h"
 #include "store/db.h"
 
 namespace tabletfs::cli {
@@ -33,8 +37,11 @@ inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 
 using Args = std::vector<std::string>;
-using CommandFn = int (*)(DB& db, const Args& args, std::ostream& out,
+using CommandFn = int (*)(Bigtable& db, const Args& args, std::ostream& out,
                           std::ostream& err);
+// Engine maintenance: needs the engine itself.
+using EngineCommandFn = int (*)(DB& db, const Args& args, std::ostream& out,
+                                std::ostream& err);
 // A command that reads files of the data directory without opening it.
 using FileCommandFn = int (*)(const Args& args, std::ostream& out,
                               std::ostream& err);
@@ -47,11 +54,12 @@ struct Command {
   std::string_view summary;
   // The rest of `tabletctl COMMAND --help`, may be empty.
   std::string_view details;
-  // Exactly one of run and run_on_files is set.
+  // Exactly one of run, run_on_files and run_on_engine is set.
   CommandFn run = nullptr;
   // Opens the data directory with create_if_missing (createtable, import).
   bool creates_database = false;
   FileCommandFn run_on_files = nullptr;
+  EngineCommandFn run_on_engine = nullptr;
 };
 
 // Every command, in the order `tabletctl help` lists them.
@@ -73,37 +81,45 @@ int RunCommand(DB& db, const Args& args, std::ostream& out, std::ostream& err);
 // ---- Schema ----
 // ls                    tables, one per line
 // ls TABLE              "Family Name  GC Policy" table
-int Ls(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+int Ls(Bigtable& db, const Args& args, std::ostream& out, std::ostream& err);
 // createtable TABLE [families=F[:POLICY],...]
-int CreateTable(DB& db, const Args& args, std::ostream& out, std::ostream& err);
-int DeleteTable(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+int CreateTable(Bigtable& db, const Args& args, std::ostream& out,
+                std::ostream& err);
+int DeleteTable(Bigtable& db, const Args& args, std::ostream& out,
+                std::ostream& err);
 // createfamily TABLE FAMILY[:POLICY] [POLICY WORDS...]
-int CreateFamily(DB& db, const Args& args, std::ostream& out,
+int CreateFamily(Bigtable& db, const Args& args, std::ostream& out,
                  std::ostream& err);
-int DeleteFamily(DB& db, const Args& args, std::ostream& out,
+int DeleteFamily(Bigtable& db, const Args& args, std::ostream& out,
                  std::ostream& err);
 // setgcpolicy TABLE FAMILY POLICY WORDS...
-int SetGcPolicy(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+int SetGcPolicy(Bigtable& db, const Args& args, std::ostream& out,
+                std::ostream& err);
 
 // ---- Data ----
 // set TABLE ROW FAMILY:QUALIFIER=VALUE[@TS] ...  (one atomic mutation)
-int Set(DB& db, const Args& args, std::ostream& out, std::ostream& err);
-int Lookup(DB& db, const Args& args, std::ostream& out, std::ostream& err);
-int Read(DB& db, const Args& args, std::ostream& out, std::ostream& err);
-int Count(DB& db, const Args& args, std::ostream& out, std::ostream& err);
-int DeleteRow(DB& db, const Args& args, std::ostream& out, std::ostream& err);
-int DeleteAllRows(DB& db, const Args& args, std::ostream& out,
+int Set(Bigtable& db, const Args& args, std::ostream& out, std::ostream& err);
+int Lookup(Bigtable& db, const Args& args, std::ostream& out,
+           std::ostream& err);
+int Read(Bigtable& db, const Args& args, std::ostream& out, std::ostream& err);
+int Count(Bigtable& db, const Args& args, std::ostream& out, std::ostream& err);
+int DeleteRow(Bigtable& db, const Args& args, std::ostream& out,
+              std::ostream& err);
+int DeleteAllRows(Bigtable& db, const Args& args, std::ostream& out,
                   std::ostream& err);
 
 // ---- Import and export (transfer.cc) ----
-int Import(DB& db, const Args& args, std::ostream& out, std::ostream& err);
-int Export(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+int Import(Bigtable& db, const Args& args, std::ostream& out,
+           std::ostream& err);
+int Export(Bigtable& db, const Args& args, std::ostream& out,
+           std::ostream& err);
 
 // ---- Maintenance (maintenance.cc) ----
 int Compact(DB& db, const Args& args, std::ostream& out, std::ostream& err);
 int Stats(DB& db, const Args& args, std::ostream& out, std::ostream& err);
 // tablets [TABLE]: the lines of .tabletfs/tablets (fs/status_files.h).
-int Tablets(DB& db, const Args& args, std::ostream& out, std::ostream& err);
+int Tablets(Bigtable& db, const Args& args, std::ostream& out,
+            std::ostream& err);
 int Check(DB& db, const Args& args, std::ostream& out, std::ostream& err);
 
 // ---- Debugging (dump.cc) ----

@@ -93,7 +93,8 @@ int Stats(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
-int Tablets(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
+int Tablets(Bigtable& db, const Args& args, std::ostream& out,
+            std::ostream& err) {
   if (args.size() > 1) return UsageError(err, "tablets", "too many arguments");
   std::optional<std::string> table;
   if (!args.empty()) table = args[0];

@@ -132,7 +132,7 @@ class Checker : public ImportSink {
 // the cells of one row in bounded batches. Undo() removes what it created.
 class Writer : public ImportSink {
  public:
-  Writer(DB& db, std::string table, std::ostream& err)
+  Writer(Bigtable& db, std::string table, std::ostream& err)
       : db_(db), table_(std::move(table)), err_(err) {}
 
   Status Init() {
@@ -213,7 +213,7 @@ class Writer : public ImportSink {
   }
 
  private:
-  DB& db_;
+  Bigtable& db_;
   std::string table_;
   std::ostream& err_;
   std::set<std::string> known_;
@@ -444,7 +444,7 @@ size_t FamilyIndex(const std::vector<FamilyInfo>& families,
   return i;
 }
 
-Status ExportCsv(DB& db, const std::string& table, ScanOptions scan,
+Status ExportCsv(Bigtable& db, const std::string& table, ScanOptions scan,
                  std::ostream& out, ProgressBar* progress, uint64_t* rows,
                  uint64_t* cells) {
   TABLETFS_ASSIGN_OR_RETURN(auto families, db.ListFamilies(table));
@@ -535,7 +535,7 @@ void AppendJsonBytes(std::string* line, std::string_view name,
   }
 }
 
-Status ExportJsonl(DB& db, const std::string& table, ScanOptions scan,
+Status ExportJsonl(Bigtable& db, const std::string& table, ScanOptions scan,
                    std::ostream& out, ProgressBar* progress, uint64_t* rows,
                    uint64_t* cells) {
   TABLETFS_ASSIGN_OR_RETURN(auto families, db.ListFamilies(table));
@@ -572,7 +572,8 @@ Status ExportJsonl(DB& db, const std::string& table, ScanOptions scan,
 
 }  // namespace
 
-int Import(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
+int Import(Bigtable& db, const Args& args, std::ostream& out,
+           std::ostream& err) {
   if (args.size() < 2) {
     return UsageError(err, "import",
                       args.empty() ? "missing TABLE and FILE"
@@ -643,7 +644,8 @@ int Import(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
-int Export(DB& db, const Args& args, std::ostream& out, std::ostream& err) {
+int Export(Bigtable& db, const Args& args, std::ostream& out,
+           std::ostream& err) {
   if (args.empty()) return UsageError(err, "export", "missing TABLE");
   size_t first_option = 1;
   std::string file;

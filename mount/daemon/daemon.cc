@@ -106,6 +106,9 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
   so.attr_timeout = args.attr_timeout;
   so.max_value_bytes = options.max_value_bytes;
   so.space_reserve_bytes = options.space_reserve_bytes;
+  so.stats_text = [engine = db->get()] {
+    return engine->GetStats().ToString();
+  };
   std::unique_ptr<fs::Session> session;
   fs::FsError e = fs::Session::Create(db->get(), so, &session);
   if (e.ok()) e = session->Mount();

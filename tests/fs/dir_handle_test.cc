@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "store/db.h"
 #include "store/env/mem_env.h"
 
 namespace tabletfs::fs {

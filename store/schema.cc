@@ -54,8 +54,8 @@ Status ValidateName(std::string_view what, std::string_view name,
 }
 
 // Recursive-descent parser over whitespace-separated tokens and parentheses:
-//   expr   := term ("or" term)*
-//   term   := factor ("and" factor)*
+//   expr   := term (("or" | "||") term)*
+//   term   := factor (("and" | "&&") factor)*
 //   factor := "never" | "maxversions=" N | "maxage=" DURATION | "(" expr ")"
 // Rules and nesting are bounded (kMaxGcPolicyRules, kMaxGcPolicyNesting):
 // the parser, ToString, Collects and the destructor all recurse over the
@@ -74,7 +74,7 @@ class PolicyParser {
  private:
   Result<GcPolicy> ParseExpr() {
     TABLETFS_ASSIGN_OR_RETURN(GcPolicy left, ParseTerm());
-    while (ConsumeKeyword("or")) {
+    while (ConsumeKeyword("or", "||")) {
       TABLETFS_ASSIGN_OR_RETURN(GcPolicy right, ParseTerm());
       left = GcPolicy::Or(std::move(left), std::move(right));
     }
@@ -83,7 +83,7 @@ class PolicyParser {
 
   Result<GcPolicy> ParseTerm() {
     TABLETFS_ASSIGN_OR_RETURN(GcPolicy left, ParseFactor());
-    while (ConsumeKeyword("and")) {
+    while (ConsumeKeyword("and", "&&")) {
       TABLETFS_ASSIGN_OR_RETURN(GcPolicy right, ParseFactor());
       left = GcPolicy::And(std::move(left), std::move(right));
     }
@@ -142,8 +142,14 @@ class PolicyParser {
                  "' (expected never, maxversions=N or maxage=DURATION)");
   }
 
-  bool ConsumeKeyword(std::string_view kw) {
+  // The word `kw` or the operator `symbol` (cbt accepts both; the operator
+  // needs no spaces around it: maxage=1d||maxversions=3).
+  bool ConsumeKeyword(std::string_view kw, std::string_view symbol) {
     SkipSpace();
+    if (text_.substr(pos_, symbol.size()) == symbol) {
+      pos_ += symbol.size();
+      return true;
+    }
     size_t save = pos_;
     std::string w = Lower(Word());
     if (w == kw) return true;
@@ -155,7 +161,8 @@ class PolicyParser {
     size_t start = pos_;
     while (pos_ < text_.size() &&
            !std::isspace(static_cast<unsigned char>(text_[pos_])) &&
-           text_[pos_] != '(' && text_[pos_] != ')') {
+           text_[pos_] != '(' && text_[pos_] != ')' && text_[pos_] != '|' &&
+           text_[pos_] != '&') {
       ++pos_;
     }
     return std::string(text_.substr(start, pos_ - start));

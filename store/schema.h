@@ -19,6 +19,7 @@ enum class Compression : uint8_t { kNone = 0, kLz4 = 1 };
 
 // A garbage-collection policy in the language of `cbt setgcpolicy`:
 //   never | maxversions=N | maxage=DURATION | P and P | P or P | (P)
+// (`&&` and `||` may stand for `and` and `or`, as in cbt).
 // DURATION is a sequence of number+unit (ms, s, m, h, d), e.g. 30s, 12h, 7d,
 // 1h30m. `and` collects a version when both sides would; `or` collects it
 // when either side would. `and` binds tighter than `or`. At most

@@ -20,13 +20,22 @@ constexpr std::string_view kRowHelp =
     "cell version '  family:qualifier  @ YYYY/MM/DD-hh:mm:ss.uuuuuu' (UTC)\n"
     "and the value in double quotes with Go escapes (\\n, \\t, \\xNN...).\n"
     "Keys that are not plain printable UTF-8 are shown quoted the same way.\n"
-    "Cells come in the table's family order, qualifiers bytewise, versions\n"
-    "newest first.\n";
+    "Cells come with families sorted by name, qualifiers bytewise, versions\n"
+    "newest first; an empty line ends each row.\n";
 
 const std::vector<Command>& AllCommands() {
+  static const std::string set_gc_policy_help =
+      "A last word 'force' is accepted and does nothing (cbt's override of\n"
+      "its warning for replicated clusters; there is no replication here).\n"
+      "\n" +
+      std::string(kGcPolicyHelp);
   static const std::vector<Command> commands = {
       {"ls", "ls [TABLE]",
-       "List tables, or the families of TABLE with their GC policies", "", &Ls},
+       "List tables, or the families of TABLE with their GC policies",
+       "With TABLE, cbt's table: families sorted by name, the GC policy as\n"
+       "Bigtable shows it (versions() > N, age() > D, && and ||; empty for\n"
+       "never) and a Value Type column that is always {} (values are bytes).\n",
+       &Ls},
       {"createtable", "createtable TABLE [families=FAMILY[:POLICY],...]",
        "Create a table (and, optionally, families)",
        "Example: createtable webtable families=contents:maxversions=3,anchor\n",
@@ -40,9 +49,9 @@ const std::vector<Command>& AllCommands() {
        "Delete a column family and its data in every row", "", &DeleteFamily},
       {"setgcpolicy",
        "setgcpolicy TABLE FAMILY ( maxage=D | maxversions=N | maxage=D "
-       "(and|or) maxversions=N | never )",
-       "Set the garbage-collection policy of a family", kGcPolicyHelp,
-       &SetGcPolicy},
+       "(and|or) maxversions=N | never ) [force]",
+       "Set the garbage-collection policy of a family",
+       set_gc_policy_help, &SetGcPolicy},
       {"set", "set TABLE ROW FAMILY:QUALIFIER=VALUE[@TS] ...",
        "Set cells of one row (atomically)",
        "TS is microseconds since the epoch; without it the server assigns\n"
@@ -64,7 +73,15 @@ const std::vector<Command>& AllCommands() {
        "Read rows",
        "Rows in [start, end) with the given prefix, at most count of them.\n",
        &Read},
-      {"count", "count TABLE", "Count the rows of a table", "", &Count},
+      {"count", "count TABLE [prefix=P]",
+       "Count the rows of a table (or those whose key starts with P)",
+       "", &Count},
+      {"deletecolumn", "deletecolumn TABLE ROW FAMILY COLUMN",
+       "Delete every version of one cell",
+       "As cbt: the family and the column (qualifier) are two arguments.\n"
+       "FAMILY:COLUMN as one argument works too. Deleting a cell that does\n"
+       "not exist succeeds; an unknown table or family is an error.\n",
+       &DeleteColumn},
       {"deleterow", "deleterow TABLE ROW", "Delete a row", "", &DeleteRow},
       {"deleteallrows", "deleteallrows TABLE",
        "Delete every row of a table (the schema stays)", "", &DeleteAllRows},
@@ -141,18 +158,26 @@ size_t DisplayWidth(std::string_view text) {
   return n;
 }
 
-void PrintRowHeader(std::ostream& out, std::string_view key) {
-  out << std::string(40, '-') << '\n' << ShowKey(key) << '\n';
-}
-
-void PrintCell(std::ostream& out, std::string_view family,
-               std::string_view qualifier, int64_t timestamp,
-               std::string_view value) {
-  std::string column = std::string(family) + ":" + ShowKey(qualifier);
+void PrintCell(std::ostream& out, const Cell& cell) {
+  std::string column = cell.family + ":" + ShowKey(cell.qualifier);
   const size_t width = DisplayWidth(column);
   if (width < 40) column.append(40 - width, ' ');
-  out << "  " << column << " @ " << FormatCbtTimestamp(timestamp) << '\n'
-      << "    " << QuoteBytes(value) << '\n';
+  out << "  " << column << " @ " << FormatCbtTimestamp(cell.timestamp) << '\n'
+      << "    " << QuoteBytes(cell.value) << '\n';
+}
+
+// One row as cbt prints it: dashes, the key, the cells with families sorted
+// by name (the store keeps them in creation order; within a family,
+// qualifiers bytewise and versions newest first stay), an empty line.
+void PrintRow(std::ostream& out, std::string_view key,
+              std::vector<Cell>* cells) {
+  std::stable_sort(cells->begin(), cells->end(),
+                   [](const Cell& a, const Cell& b) {
+                     return a.family < b.family;
+                   });
+  out << std::string(40, '-') << '\n' << ShowKey(key) << '\n';
+  for (const Cell& c : *cells) PrintCell(out, c);
+  out << '\n';
 }
 
 // Fills read options from lookup/read's columns=, cells-per-column=, at=.
@@ -277,17 +302,17 @@ int Ls(Bigtable& db, const Args& args, std::ostream& out, std::ostream& err) {
   }
   auto families = db.ListFamilies(args[0]);
   if (!families.ok()) return Fail(err, "ls", families.status());
-  size_t width = std::string_view("Family Name").size();
-  for (const FamilyInfo& f : *families) width = std::max(width, f.name.size());
-  width += 4;
-  const auto line = [&](std::string_view a, std::string_view b) {
-    out << a << std::string(width - a.size(), ' ') << b << '\n';
-  };
-  line("Family Name", "GC Policy");
-  line("-----------", "---------");
+  std::sort(families->begin(), families->end(),
+            [](const FamilyInfo& a, const FamilyInfo& b) {
+              return a.name < b.name;
+            });
+  std::vector<std::vector<std::string>> lines = {
+      {"Family Name", "GC Policy", "Value Type"},
+      {"-----------", "---------", "----------"}};
   for (const FamilyInfo& f : *families) {
-    line(f.name, f.settings.gc_policy.ToString());
+    lines.push_back({f.name, CbtPolicyText(f.settings.gc_policy), "{}"});
   }
+  out << TabAligned(lines);
   return kExitOk;
 }
 
@@ -389,7 +414,9 @@ int SetGcPolicy(Bigtable& db, const Args& args, std::ostream& /*out*/,
         err, "setgcpolicy",
         args.size() < 2 ? "missing TABLE or FAMILY" : "missing POLICY");
   }
-  auto policy = ParsePolicyWords(args, 2, "");
+  Args words = args;
+  if (words.size() > 3 && words.back() == "force") words.pop_back();
+  auto policy = ParsePolicyWords(words, 2, "");
   if (!policy.ok()) {
     return UsageError(err, "setgcpolicy", policy.status().message());
   }
@@ -449,10 +476,7 @@ int Lookup(Bigtable& db, const Args& args, std::ostream& out,
                 Status::NotFound("no row " + ShowKey(args[1]) + " in table '" +
                                  args[0] + "'"));
   }
-  PrintRowHeader(out, args[1]);
-  for (const Cell& c : row->cells) {
-    PrintCell(out, c.family, c.qualifier, c.timestamp, c.value);
-  }
+  PrintRow(out, args[1], &row->cells);
   return kExitOk;
 }
 
@@ -493,33 +517,40 @@ int Read(Bigtable& db, const Args& args, std::ostream& out, std::ostream& err) {
   auto scanner = db.NewScanner(args[0], scan);
   if (!scanner.ok()) return Fail(err, "read", scanner.status());
   Scanner& it = **scanner;
+  // One row's cells are held to print its families in name order.
   std::string current_row;
-  bool in_row = false;
+  std::vector<Cell> cells;
   uint64_t rows = 0;
   for (it.SeekToFirst(); it.Valid(); it.Next()) {
-    if (!in_row || it.row() != current_row) {
+    if (cells.empty() || it.row() != current_row) {
+      if (!cells.empty()) PrintRow(out, current_row, &cells);
+      cells.clear();
       if (limit != 0 && rows == limit) break;
       current_row = std::string(it.row());
-      in_row = true;
       ++rows;
-      PrintRowHeader(out, current_row);
     }
     auto value = it.value();
     if (!value.ok()) return Fail(err, "read", value.status());
-    PrintCell(out, it.family(), it.qualifier(), it.timestamp(), *value);
+    cells.push_back(Cell{std::string(it.family()), std::string(it.qualifier()),
+                         it.timestamp(), std::string(*value)});
   }
   if (!it.status().ok()) return Fail(err, "read", it.status());
+  if (!cells.empty()) PrintRow(out, current_row, &cells);
   return kExitOk;
 }
 
 int Count(Bigtable& db, const Args& args, std::ostream& out,
           std::ostream& err) {
-  if (args.size() != 1) {
-    return UsageError(err, "count",
-                      args.empty() ? "missing TABLE" : "too many arguments");
+  if (args.empty()) return UsageError(err, "count", "missing TABLE");
+  auto options = ParseOptions(args, 1, {"prefix"});
+  if (!options.ok()) {
+    return UsageError(err, "count", options.status().message());
   }
   ScanOptions scan;
   scan.read.max_versions = 1;
+  if (auto it = options->find("prefix"); it != options->end()) {
+    scan.prefix = it->second;
+  }
   auto scanner = db.NewScanner(args[0], scan);
   if (!scanner.ok()) return Fail(err, "count", scanner.status());
   uint64_t rows = 0;
@@ -529,6 +560,29 @@ int Count(Bigtable& db, const Args& args, std::ostream& out,
   if (!(*scanner)->status().ok())
     return Fail(err, "count", (*scanner)->status());
   out << rows << '\n';
+  return kExitOk;
+}
+
+int DeleteColumn(Bigtable& db, const Args& args, std::ostream& /*out*/,
+                 std::ostream& err) {
+  std::string family, qualifier;
+  if (args.size() == 4) {
+    family = args[2];
+    qualifier = args[3];
+  } else if (args.size() == 3 && args[2].find(':') != std::string::npos) {
+    family = args[2].substr(0, args[2].find(':'));
+    qualifier = args[2].substr(args[2].find(':') + 1);
+  } else {
+    return UsageError(err, "deletecolumn",
+                      args.size() < 3 ? "missing TABLE, ROW, FAMILY or COLUMN"
+                                      : args.size() == 3
+                                            ? "missing COLUMN"
+                                            : "too many arguments");
+  }
+  RowMutation mutation(args[1]);
+  mutation.DeleteCell(family, qualifier);
+  auto applied = db.Apply(args[0], mutation, WriteOptions());
+  if (!applied.ok()) return Fail(err, "deletecolumn", applied.status());
   return kExitOk;
 }
 

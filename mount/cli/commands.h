@@ -103,6 +103,9 @@ int Lookup(Bigtable& db, const Args& args, std::ostream& out,
            std::ostream& err);
 int Read(Bigtable& db, const Args& args, std::ostream& out, std::ostream& err);
 int Count(Bigtable& db, const Args& args, std::ostream& out, std::ostream& err);
+// deletecolumn TABLE ROW FAMILY COLUMN (or FAMILY:COLUMN): every version.
+int DeleteColumn(Bigtable& db, const Args& args, std::ostream& out,
+                 std::ostream& err);
 int DeleteRow(Bigtable& db, const Args& args, std::ostream& out,
               std::ostream& err);
 int DeleteAllRows(Bigtable& db, const Args& args, std::ostream& out,

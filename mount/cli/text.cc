@@ -1,5 +1,6 @@
 #include "mount/cli/text.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
@@ -331,6 +332,68 @@ std::string FormatBytes(uint64_t bytes) {
     std::snprintf(buf, sizeof(buf), "%.1f %s", v, kUnits[unit]);
   }
   return buf;
+}
+
+std::string CbtPolicyText(const GcPolicy& policy) {
+  constexpr int64_t kMinute = 60'000'000;
+  constexpr int64_t kHour = 60 * kMinute;
+  constexpr int64_t kDay = 24 * kHour;
+  switch (policy.kind()) {
+    case GcPolicy::Kind::kNever:
+      return "";
+    case GcPolicy::Kind::kMaxVersions:
+      return "versions() > " + std::to_string(policy.max_versions());
+    case GcPolicy::Kind::kMaxAge: {
+      // Bigtable keeps max_age as a protobuf Duration and cbt prints its
+      // seconds; fractions of a second do not show.
+      const int64_t age = policy.max_age_micros() / 1'000'000 * 1'000'000;
+      std::string text = "age() > ";
+      if (age % kDay == 0) return text + std::to_string(age / kDay) + "d";
+      if (age % kHour == 0) return text + std::to_string(age / kHour) + "h";
+      if (age % kMinute == 0) {
+        return text + std::to_string(age / kMinute) + "m";
+      }
+      return text + std::to_string(age);
+    }
+    case GcPolicy::Kind::kAnd:
+      return "(" + CbtPolicyText(policy.left()) + " && " +
+             CbtPolicyText(policy.right()) + ")";
+    case GcPolicy::Kind::kOr:
+      return "(" + CbtPolicyText(policy.left()) + " || " +
+             CbtPolicyText(policy.right()) + ")";
+  }
+  return "";
+}
+
+std::string TabAligned(const std::vector<std::vector<std::string>>& lines) {
+  constexpr size_t kMinWidth = 10, kTabWidth = 8, kPadding = 4;
+  // Display width: code points, as tabwriter counts runes.
+  const auto width = [](std::string_view text) {
+    size_t n = 0;
+    for (const char c : text) {
+      if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+    }
+    return n;
+  };
+  std::vector<size_t> columns;
+  for (const auto& line : lines) {
+    for (size_t c = 0; c + 1 < line.size(); ++c) {
+      if (columns.size() <= c) columns.push_back(kMinWidth);
+      columns[c] = std::max(columns[c], width(line[c]) + kPadding);
+    }
+  }
+  for (size_t& w : columns) w = (w + kTabWidth - 1) / kTabWidth * kTabWidth;
+  std::string out;
+  for (const auto& line : lines) {
+    for (size_t c = 0; c < line.size(); ++c) {
+      out += line[c];
+      if (c + 1 == line.size()) break;
+      const size_t pad = columns[c] - width(line[c]);
+      out.append((pad + kTabWidth - 1) / kTabWidth, '\t');
+    }
+    out += '\n';
+  }
+  return out;
 }
 
 }  // namespace tabletfs::cli

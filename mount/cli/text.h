@@ -9,7 +9,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "store/schema.h"
 #include "store/status.h"
 
 namespace tabletfs::cli {
@@ -35,6 +37,17 @@ std::string ShowKey(std::string_view text);
 
 // cbt's timestamp layout "2006/01/02-15:04:05.000000", in UTC.
 std::string FormatCbtTimestamp(int64_t micros);
+
+// A GC policy as `cbt ls TABLE` shows it: "" for never, "versions() > N",
+// "age() > D" (D in whole days, hours or minutes when it divides, else in
+// microseconds, seconds precision as cbt reads it back), and every `and` /
+// `or` as "(A && B)" / "(A || B)".
+std::string CbtPolicyText(const GcPolicy& policy);
+
+// Lines of cells aligned as Go's tabwriter.NewWriter(out, 10, 8, 4, '\t', 0)
+// aligns them (cbt's tables): each column but the last is padded with tabs
+// to max(10, its widest cell + 4) rounded up to a multiple of 8.
+std::string TabAligned(const std::vector<std::vector<std::string>>& lines);
 
 // A decimal int64 ("-" allowed, nothing else): the cbt rule for "value@ts".
 std::optional<int64_t> ParseInt64(std::string_view text);

@@ -78,11 +78,13 @@ TEST_F(CommandsTest, CreateListDeleteTables) {
   Ok({"createtable", "b"});
   Ok({"createtable", "a", "families=f1,f2:maxversions=2"});
   EXPECT_EQ(Ok({"ls"}), "a\nb\n");
+  // cbt's layout (Go's tabwriter with tabs), checked against cbt and its
+  // emulator: families by name, Bigtable's policy text, a Value Type.
   EXPECT_EQ(Ok({"ls", "a"}),
-            "Family Name    GC Policy\n"
-            "-----------    ---------\n"
-            "f1             never\n"
-            "f2             maxversions=2\n");
+            "Family Name\tGC Policy\t\tValue Type\n"
+            "-----------\t---------\t\t----------\n"
+            "f1\t\t\t\t\t{}\n"
+            "f2\t\tversions() > 2\t\t{}\n");
   Outcome again = Run({"createtable", "a"});
   EXPECT_EQ(again.code, kExitFailure);
   EXPECT_THAT(again.err, StartsWith("tabletctl createtable: AlreadyExists"));
@@ -98,14 +100,20 @@ TEST_F(CommandsTest, FamiliesAndGcPolicy) {
   Ok({"createfamily", "t", "b:maxversions=1"});
   Ok({"createfamily", "t", "c", "maxage=7d", "or", "maxversions=2"});
   Ok({"setgcpolicy", "t", "a", "maxage=1h", "and", "maxversions=5"});
-  const std::string ls = Ok({"ls", "t"});
-  EXPECT_THAT(ls, HasSubstr("a              maxage=1h and maxversions=5\n"));
-  EXPECT_THAT(ls, HasSubstr("b              maxversions=1\n"));
-  EXPECT_THAT(ls, HasSubstr("c              maxage=7d or maxversions=2\n"));
+  EXPECT_EQ(Ok({"ls", "t"}),
+            "Family Name\tGC Policy\t\t\t\tValue Type\n"
+            "-----------\t---------\t\t\t\t----------\n"
+            "a\t\t(age() > 1h && versions() > 5)\t\t{}\n"
+            "b\t\tversions() > 1\t\t\t\t{}\n"
+            "c\t\t(age() > 7d || versions() > 2)\t\t{}\n");
+  // cbt's operators and its 'force'.
+  Ok({"setgcpolicy", "t", "b", "maxage=90m||maxversions=3", "force"});
+  EXPECT_THAT(Ok({"ls", "t"}),
+              HasSubstr("\nb\t\t(age() > 90m || versions() > 3)\t\t{}\n"));
   Ok({"setgcpolicy", "t", "a", "never"});
-  EXPECT_THAT(Ok({"ls", "t"}), HasSubstr("a              never\n"));
+  EXPECT_THAT(Ok({"ls", "t"}), HasSubstr("\na\t\t\t\t\t\t\t{}\n"));
   Ok({"deletefamily", "t", "b"});
-  EXPECT_THAT(Ok({"ls", "t"}), Not(HasSubstr("b ")));
+  EXPECT_THAT(Ok({"ls", "t"}), Not(HasSubstr("\nb\t")));
 
   Outcome bad = Run({"setgcpolicy", "t", "a", "maxversions=x"});
   EXPECT_EQ(bad.code, kExitUsage);
@@ -116,10 +124,18 @@ TEST_F(CommandsTest, FamiliesAndGcPolicy) {
 }
 
 TEST_F(CommandsTest, LookupPrintsCbtLayout) {
+  // Families sorted by name (anchor was created after contents), an empty
+  // line after the row: byte for byte what cbt prints against its emulator.
   MakeWebtable();
   EXPECT_EQ(Ok({"lookup", "webtable", "com.cnn.www"}),
             "----------------------------------------\n"
             "com.cnn.www\n"
+            "  anchor:cnnsi.com                         @ "
+            "1970/01/01-00:00:00.000009\n"
+            "    \"CNN\"\n"
+            "  anchor:my.look.ca                        @ "
+            "1970/01/01-00:00:00.000008\n"
+            "    \"CNN.com\"\n"
             "  contents:                                @ "
             "1970/01/01-00:00:00.000006\n"
             "    \"<html>c\"\n"
@@ -129,12 +145,36 @@ TEST_F(CommandsTest, LookupPrintsCbtLayout) {
             "  contents:                                @ "
             "1970/01/01-00:00:00.000003\n"
             "    \"<html>a\"\n"
-            "  anchor:cnnsi.com                         @ "
-            "1970/01/01-00:00:00.000009\n"
-            "    \"CNN\"\n"
-            "  anchor:my.look.ca                        @ "
-            "1970/01/01-00:00:00.000008\n"
-            "    \"CNN.com\"\n");
+            "\n");
+  // read sorts each row's families the same way.
+  const std::string read = Ok({"read", "webtable", "prefix=org."});
+  EXPECT_LT(read.find("anchor:com.cnn.www"), read.find("contents:"));
+  EXPECT_THAT(read, testing::EndsWith("\"<html>wp\"\n\n"));
+}
+
+TEST_F(CommandsTest, DeleteColumnTakesCbtArguments) {
+  MakeWebtable();
+  // cbt's form: FAMILY and COLUMN as two arguments; every version goes.
+  Ok({"deletecolumn", "webtable", "com.cnn.www", "contents", ""});
+  std::string out = Ok({"lookup", "webtable", "com.cnn.www"});
+  EXPECT_THAT(out, Not(HasSubstr("contents:")));
+  EXPECT_THAT(out, HasSubstr("anchor:cnnsi.com"));
+  // FAMILY:COLUMN as one argument.
+  Ok({"deletecolumn", "webtable", "com.cnn.www", "anchor:cnnsi.com"});
+  out = Ok({"lookup", "webtable", "com.cnn.www"});
+  EXPECT_THAT(out, Not(HasSubstr("cnnsi.com")));
+  EXPECT_THAT(out, HasSubstr("anchor:my.look.ca"));
+  // A missing row or cell is fine (as in cbt); unknown table or family not.
+  Ok({"deletecolumn", "webtable", "no.such.row", "anchor", "x"});
+  EXPECT_EQ(Run({"deletecolumn", "webtable", "com.cnn.www", "nofam", "x"}).code,
+            kExitFailure);
+  EXPECT_EQ(Run({"deletecolumn", "nope", "r", "anchor", "x"}).code,
+            kExitFailure);
+  EXPECT_EQ(Run({"deletecolumn", "webtable", "r", "anchor"}).code, kExitUsage);
+  EXPECT_EQ(Run({"deletecolumn", "webtable", "r", "a", "b", "c"}).code,
+            kExitUsage);
+  EXPECT_EQ(Ok({"count", "webtable"}), "3\n");
+  EXPECT_EQ(Ok({"count", "webtable", "prefix=com."}), "2\n");
 }
 
 TEST_F(CommandsTest, LookupOptions) {
@@ -173,8 +213,9 @@ TEST_F(CommandsTest, LookupOptions) {
 TEST_F(CommandsTest, ReadRangesAndCount) {
   MakeWebtable();
   std::string out = Ok({"read", "webtable", "cells-per-column=1"});
+  // Per row: dashes, key, two lines per cell, an empty line.
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'),
-            3 * 2 + 2 * 2 + 4 + 2 * 2);
+            3 * 3 + 2 * 2 + 4 + 2 * 2);
   EXPECT_LT(out.find("com.cnn.www"), out.find("com.example.www"));
   EXPECT_LT(out.find("com.example.www"), out.find("org.wikipedia.en"));
   out = Ok({"read", "webtable", "prefix=com."});
@@ -232,7 +273,8 @@ TEST_F(CommandsTest, BinaryAndEmptyQualifierShownEscaped) {
             "\"k\\x01\\xff\"\n"
             "  f:                                       @ "
             "1970/01/01-00:00:00.000001\n"
-            "    \"line1\\nline2\\t\\x02\"\n");
+            "    \"line1\\nline2\\t\\x02\"\n"
+            "\n");
 }
 
 TEST_F(CommandsTest, DeleteRowAndAllRows) {
@@ -272,7 +314,7 @@ TEST_F(CommandsTest, JsonlRoundTripIsLossless) {
   Outcome imported = Run({"import", "copy", file});
   EXPECT_EQ(imported.code, kExitOk) << imported.err;
   EXPECT_EQ(imported.out, "imported 4 rows (10 cells) into copy\n");
-  EXPECT_THAT(Ok({"ls", "copy"}), HasSubstr("contents       maxversions=3"));
+  EXPECT_THAT(Ok({"ls", "copy"}), HasSubstr("\ncontents\tversions() > 3\t"));
   // Same versions, timestamps and bytes.
   const auto versions = [](const std::string& jsonl) {
     return jsonl.substr(jsonl.find('\n') + 1);

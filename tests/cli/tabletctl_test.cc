@@ -156,7 +156,8 @@ TEST_F(TabletctlTest, CommandsThroughTheBinary) {
             "    \"Timothy\"\n"
             "  Kundenname:MN                            @ "
             "1970/01/01-00:00:00.000001\n"
-            "    \"T\"\n");
+            "    \"T\"\n"
+            "\n");
   EXPECT_EQ(o.err, "");
   o = Ctl({"count", "customer"});
   EXPECT_EQ(o.out, "1\n");

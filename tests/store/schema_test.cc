@@ -60,6 +60,13 @@ TEST(GcPolicyTest, ParsesCbtExpressions) {
   EXPECT_EQ(
       *GcPolicy::Parse("  MAXVERSIONS=2  AND  maxage=30s "),
       GcPolicy::And(GcPolicy::MaxVersions(2), GcPolicy::MaxAge(30 * kSecond)));
+  // cbt's operators, with or without spaces.
+  EXPECT_EQ(*GcPolicy::Parse("maxage=1d||maxversions=3"),
+            GcPolicy::Or(GcPolicy::MaxAge(kDay), GcPolicy::MaxVersions(3)));
+  EXPECT_EQ(*GcPolicy::Parse("maxage=1d && (maxversions=3 || never)"),
+            GcPolicy::And(GcPolicy::MaxAge(kDay),
+                          GcPolicy::Or(GcPolicy::MaxVersions(3),
+                                       GcPolicy::Never())));
 }
 
 TEST(GcPolicyTest, RejectsBadExpressions) {
@@ -67,7 +74,8 @@ TEST(GcPolicyTest, RejectsBadExpressions) {
        {"", "sometimes", "maxversions=", "maxversions=0", "maxversions=-1",
         "maxversions=x", "maxage=", "maxage=5", "maxage=1d and",
         "and maxage=1d", "maxage=1d xor maxversions=1", "(maxage=1d",
-        "maxage=1d)", "maxversions=1 maxage=1d"}) {
+        "maxage=1d)", "maxversions=1 maxage=1d", "maxage=1d |",
+        "maxage=1d | maxversions=1", "&& maxage=1d", "maxage=1d &&& never"}) {
     Result<GcPolicy> r = GcPolicy::Parse(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {

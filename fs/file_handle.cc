@@ -20,6 +20,18 @@ FileHandle::FileHandle(uint64_t ino, Node node, Mode mode, std::string initial,
   fresh_ = fresh && mode_ != Mode::kRead;
 }
 
+FileHandle::FileHandle(uint64_t ino, Node node, Mode mode,
+                       std::shared_ptr<OpenCell> cell, uint64_t descriptor)
+    : ino_(ino),
+      kind_(node.kind),
+      mode_(mode),
+      max_value_bytes_(0),
+      cell_(std::move(cell)),
+      descriptor_(descriptor) {
+  MutexLock lock(&mu_);
+  node_ = std::move(node);
+}
+
 std::string FileHandle::Read(off_t offset, size_t size) const {
   if (offset < 0 || static_cast<uint64_t>(offset) >= buffer_.size()) return {};
   return buffer_.substr(static_cast<size_t>(offset), size);

@@ -1,4 +1,10 @@
-// FileHandle: one open cell (or `.schema` file), DESIGN.md "Writing".
+// FileHandle: one open file (descriptor), DESIGN.md "Writing".
+//
+// A cell of the main tree (Q, and Q@T when written) is opened on its shared
+// open state (fs/open_cells.h): the handle then holds only the OpenCell and
+// its descriptor id there, and everything below about buffers applies to
+// the other files (`.schema` files, status files, and versions read under
+// Q@T, `.versions` and `.at`).
 //
 // A write handle holds the whole value in a buffer: it starts from the
 // newest value (empty with O_TRUNC or when created), and random writes,
@@ -31,6 +37,7 @@
 #include <string_view>
 
 #include "fs/errors.h"
+#include "fs/open_cells.h"
 #include "fs/path_map.h"
 #include "store/util/mutex.h"
 
@@ -44,6 +51,9 @@ class FileHandle {
   // `fresh`: the open created or truncated the file.
   FileHandle(uint64_t ino, Node node, Mode mode, std::string initial,
              bool fresh, size_t max_value_bytes);
+  // A descriptor `descriptor` of the open cell `cell`.
+  FileHandle(uint64_t ino, Node node, Mode mode,
+             std::shared_ptr<OpenCell> cell, uint64_t descriptor);
   FileHandle(const FileHandle&) = delete;
   FileHandle& operator=(const FileHandle&) = delete;
 
@@ -55,6 +65,10 @@ class FileHandle {
   Mode mode() const { return mode_; }
   bool writable() const { return mode_ != Mode::kRead; }
   Mutex* mu() RETURN_CAPABILITY(mu_) { return &mu_; }
+  // The shared open state, for cells of the main tree (else nullptr); set
+  // at construction.
+  const std::shared_ptr<OpenCell>& cell() const { return cell_; }
+  uint64_t descriptor() const { return descriptor_; }
 
   // Reads up to `size` bytes at `offset` of the buffer (for kAppend: of the
   // bytes not committed yet, which is all such a handle has).
@@ -124,6 +138,8 @@ class FileHandle {
   const NodeKind kind_;
   const Mode mode_;
   const size_t max_value_bytes_;
+  const std::shared_ptr<OpenCell> cell_;
+  const uint64_t descriptor_ = 0;
 
   mutable Mutex mu_;
   Node node_ GUARDED_BY(mu_);

@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -34,6 +36,7 @@
 #include "fs/invalidator.h"
 #include "fs/log.h"
 #include "fs/names.h"
+#include "fs/open_cells.h"
 #include "fs/path_map.h"
 #include "fs/schema_text.h"
 #include "fs/session.h"
@@ -48,6 +51,9 @@
 
 namespace tabletfs::fs {
 namespace {
+
+// How long a reply waits for the invalidation notices its request queued.
+constexpr std::chrono::milliseconds kInvalidationWait{500};
 
 // Through the filesystem, `Q@T` may be at most this far in the future.
 constexpr int64_t kFutureLimitMicros = 3600LL * 1000 * 1000;
@@ -104,6 +110,38 @@ struct CellVersion {
   std::string value;
 };
 
+OpenCell::Access AccessOf(FileHandle::Mode m) {
+  switch (m) {
+    case FileHandle::Mode::kRead:
+      return OpenCell::Access::kRead;
+    case FileHandle::Mode::kWrite:
+      return OpenCell::Access::kWrite;
+    case FileHandle::Mode::kAppend:
+      return OpenCell::Access::kAppend;
+  }
+  return OpenCell::Access::kRead;
+}
+
+CommittedVersion ToCommitted(CellVersion v) {
+  CommittedVersion out;
+  out.exists = v.exists;
+  out.timestamp = v.timestamp;
+  out.value = std::move(v.value);
+  return out;
+}
+
+// How the kernel does a writer's I/O. Writers opened O_RDWR use the page
+// cache, so that MAP_SHARED mappings work (the kernel cannot map a direct
+// I/O file shared); their writes still reach the daemon at once (no
+// writeback cache), and pages they hold are theirs and other writers'
+// pending bytes. O_WRONLY writers use direct I/O: their bytes never enter
+// the page cache readers use. `shared_pages`: another page-cache writer is
+// open, so the cached pages are the pending value: keep them.
+void SetCellIo(fuse_file_info* fi, bool page_cache, bool shared_pages) {
+  fi->direct_io = page_cache ? 0 : 1;
+  fi->keep_cache = page_cache && shared_pages ? 1 : 0;
+}
+
 }  // namespace
 
 class Filesystem {
@@ -118,7 +156,17 @@ class Filesystem {
   ~Filesystem() { Stop(); }
 
   void Start(fuse_session* se) {
-    invalidator_ = std::make_unique<Invalidator>(se);
+    std::chrono::milliseconds delay{0};
+    // TEST HOOK, not for production: hold each invalidation notice back, so
+    // that a test sees a reply that did not wait for its notices fail.
+    if (const char* env = getenv("TABLETFS_TEST_INVALIDATION_DELAY_MS")) {
+      delay = std::chrono::milliseconds(atoi(env));
+      Log(LogLevel::kWarning,
+          "test hook: TABLETFS_TEST_INVALIDATION_DELAY_MS=" +
+              std::to_string(delay.count()) +
+              ": every invalidation notice is delayed");
+    }
+    invalidator_ = std::make_unique<Invalidator>(se, delay);
   }
 
   // Commits what open files still hold (as RELEASE would) and drops every
@@ -132,13 +180,21 @@ class Filesystem {
       dirs_.clear();
     }
     for (auto& h : files) {
-      MutexLock lock(h->mu());
-      if (h->NeedsCommit()) {
-        FsError e = Commit(*h);
-        if (!e.ok()) {
-          Log(LogLevel::kError, "commit of " + h->node().DebugPath() +
-                                    " at unmount failed: " + e.ToString());
-        }
+      FsError e;
+      std::string path;
+      if (h->cell()) {
+        OpenCell& c = *h->cell();
+        MutexLock lock(c.mu());
+        if (c.NeedsCommit(h->descriptor())) e = CommitCell(c, h->descriptor());
+        path = c.node().DebugPath();
+      } else {
+        MutexLock lock(h->mu());
+        if (h->NeedsCommit()) e = Commit(*h);
+        path = h->node().DebugPath();
+      }
+      if (!e.ok()) {
+        Log(LogLevel::kError,
+            "commit of " + path + " at unmount failed: " + e.ToString());
       }
     }
     invalidator_.reset();
@@ -178,9 +234,25 @@ class Filesystem {
   void FsyncDir(fuse_req_t req, fuse_ino_t ino, int datasync,
                 fuse_file_info* fi);
   void StatFs(fuse_req_t req, fuse_ino_t ino);
+  void Fallocate(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+
+  // Waits (bounded) until the notices this thread queued for the request
+  // being served were sent, so that its reply comes after them
+  // (fs/invalidator.h says why the wait is bounded).
+  void AwaitInvalidations() {
+    uint64_t ticket = last_ticket_;
+    last_ticket_ = 0;
+    if (ticket == 0 || !invalidator_) return;
+    if (!invalidator_->Await(ticket, kInvalidationWait)) {
+      Log(LogLevel::kWarning,
+          "an invalidation notice is still blocked in the kernel; replying "
+          "without it");
+    }
+  }
 
   void Refuse(fuse_req_t req, const char* op, const std::string& what,
               const FsError& e) {
+    AwaitInvalidations();
     // Tools probe names all the time: failed lookups are debug lines. EIO
     // is no refusal but the store failing (a read error, a sticky
     // background error): always an error line, whatever the request, so
@@ -274,6 +346,18 @@ class Filesystem {
   double AttrTimeout(const Node& node) {
     return Uncached(node) ? 0.0 : options_.attr_timeout;
   }
+  // While writers of a cell are open, its size differs for readers (the
+  // committed version's) and writers (the pending value's), and the kernel
+  // keeps one: it asks again each time.
+  double CellAttrTimeout(const Node& node, uint64_t ino) {
+    if (node.kind == NodeKind::kCell) {
+      if (std::shared_ptr<OpenCell> c = open_cells_.Find(ino)) {
+        MutexLock lock(c->mu());
+        if (c->HasWriters()) return 0.0;
+      }
+    }
+    return AttrTimeout(node);
+  }
   // The time a read of `node` is made at: `Q@T` and `.at/T` (the earlier of
   // the two when both).
   static std::optional<int64_t> ReadAt(const Node& node) {
@@ -313,12 +397,22 @@ class Filesystem {
   }
 
   FsError Commit(FileHandle& h) REQUIRES(h.mu());
+  // Commits the open cell for its descriptor `descriptor` (0: by path) and
+  // invalidates what the kernel cached of it.
+  FsError CommitCell(OpenCell& c, uint64_t descriptor) REQUIRES(c.mu());
   FsError CommitSchema(FileHandle& h) REQUIRES(h.mu());
   FsError Restamp(const Node& cell, int64_t micros, fuse_ino_t ino);
   FsError TruncateCell(const Node& cell, uint64_t size, fuse_ino_t ino);
   // EIO after a sticky store failure; ENOSPC when committing `bytes` more
   // would take the data directory's free space below the reserve.
   FsError CheckSpace(uint64_t bytes);
+  // Opens a cell of the main tree on its shared open state.
+  FsError OpenCellFile(fuse_ino_t ino, const Node& n, fuse_file_info* fi,
+                       bool write, std::shared_ptr<FileHandle>* out);
+  FsError WriteCell(FileHandle& h, const char* buf, size_t size, off_t off);
+  // FLUSH and FSYNC: commits what the descriptor has new.
+  FsError CommitIfDue(FileHandle& h);
+  void ReleaseCell(FileHandle& h);
   FsError CheckFuture(const Node& node) {
     if (node.at.has_value() && *node.at > NowMicros() + kFutureLimitMicros) {
       return FsError::Of(EINVAL,
@@ -347,64 +441,38 @@ class Filesystem {
     auto it = dirs_.find(reinterpret_cast<DirHandle*>(fi->fh));
     return it == dirs_.end() ? nullptr : it->second.get();
   }
-  // The writers of `ino` whose cell was not removed while they were open.
-  std::vector<std::shared_ptr<FileHandle>> WritersOf(fuse_ino_t ino) {
-    std::vector<std::shared_ptr<FileHandle>> all;
-    {
-      MutexLock lock(&handles_mu_);
-      for (auto& [ptr, h] : files_) {
-        if (h->ino() == ino && h->writable()) all.push_back(h);
-      }
-    }
-    std::vector<std::shared_ptr<FileHandle>> out;
-    for (auto& h : all) {
-      MutexLock lock(h->mu());
-      if (!h->unlinked()) out.push_back(h);
-    }
-    return out;
-  }
-  // Every open writer whose commits go to the main tree's cell of `cell`
-  // (Q itself and its Q@T names), for unlink and rename to update.
-  std::vector<std::shared_ptr<FileHandle>> AllWriters() {
-    std::vector<std::shared_ptr<FileHandle>> out;
-    MutexLock lock(&handles_mu_);
-    for (auto& [ptr, h] : files_) {
-      if (h->writable() && h->kind() == NodeKind::kCell) out.push_back(h);
-    }
-    return out;
-  }
   static bool SameCell(const Node& a, const Node& b) {
     return a.view == View::kCurrent && b.view == View::kCurrent &&
            a.table == b.table && a.row == b.row && a.family == b.family &&
            a.qualifier == b.qualifier;
   }
-  // A created file stops being listed from memory (it is in the store, or
+  // A created cell stops being listed from memory (it is in the store, or
   // gone).
-  void Unlist(FileHandle& h) REQUIRES(h.mu()) {
-    if (!h.listed_while_open()) return;
-    h.set_listed_while_open(false);
-    const Node& n = h.node();
+  void Unlist(OpenCell& c) REQUIRES(c.mu()) {
+    if (!c.listed_while_open()) return;
+    c.set_listed_while_open(false);
+    const Node& n = c.node();
     ephemeral_.RemoveCell(n.table, n.row, n.family, n.qualifier);
   }
   // As on a local disk: writers of a removed cell commit nothing more. With
   // `with_versions` (rm Q removes every version), also the writers of its
   // Q@T names.
   void OrphanWriters(const Node& cell, bool with_versions) {
-    for (auto& h : AllWriters()) {
-      MutexLock lock(h->mu());
-      if (with_versions ? SameCell(h->node(), cell) : h->node() == cell) {
-        Unlist(*h);
-        h->Unlinked();
+    for (auto& c : open_cells_.All()) {
+      MutexLock lock(c->mu());
+      if (with_versions ? SameCell(c->node(), cell) : c->node() == cell) {
+        Unlist(*c);
+        c->Unlinked();
       }
     }
   }
   // As on a local disk: writers of a renamed cell commit to its new name.
   void MoveWriters(const Node& from, const Node& to) {
-    for (auto& h : AllWriters()) {
-      MutexLock lock(h->mu());
-      if (!h->unlinked() && h->node() == from) {
-        Unlist(*h);  // the rename stored the destination
-        h->Renamed(to);
+    for (auto& c : open_cells_.All()) {
+      MutexLock lock(c->mu());
+      if (!c->unlinked() && c->node() == from) {
+        Unlist(*c);  // the rename stored the destination
+        c->Renamed(to);
       }
     }
   }
@@ -424,9 +492,17 @@ class Filesystem {
   }
   bool CreatedAndOpen(const Node& cell) {
     std::optional<uint64_t> ino = inodes_.Find(cell);
-    return ino.has_value() && !WritersOf(*ino).empty();
+    if (!ino.has_value()) return false;
+    std::shared_ptr<OpenCell> c = open_cells_.Find(*ino);
+    if (!c) return false;
+    MutexLock lock(c->mu());
+    return c->HasWriters() && !c->unlinked();
   }
   static std::string PathOf(FileHandle& h) {
+    if (h.cell()) {
+      MutexLock lock(h.cell()->mu());
+      return h.cell()->node().DebugPath();
+    }
     MutexLock lock(h.mu());
     return h.node().DebugPath();
   }
@@ -441,14 +517,22 @@ class Filesystem {
     return std::make_shared<FileHandle>(ino, node, mode, std::move(initial),
                                         fresh, options_.max_value_bytes);
   }
+  // The kernel's attributes and pages of `ino` are stale (the store did
+  // not change).
+  void InvalidateKernel(uint64_t ino) {
+    if (invalidator_) last_ticket_ = invalidator_->Inode(ino);
+  }
+  // `ino` may have changed in the store: the kernel's copy and the
+  // committed value open readers hold.
   void InvalidateInode(uint64_t ino) {
-    if (invalidator_) invalidator_->Inode(ino);
+    open_cells_.Changed(ino);
+    InvalidateKernel(ino);
   }
   // Drops the kernel's dentry of `node` (when its directory has an inode).
   void ForgetName(const Node& node) {
     std::optional<uint64_t> parent = inodes_.Find(node.Parent());
     if (invalidator_ && parent.has_value()) {
-      invalidator_->Entry(*parent, ListedName(node));
+      last_ticket_ = invalidator_->Entry(*parent, ListedName(node));
     }
   }
   // After a change to `cell` the kernel did not see: its inode, and for a
@@ -463,6 +547,9 @@ class Filesystem {
     }
   }
 
+  // The last notice the request served by this thread queued.
+  static thread_local uint64_t last_ticket_;
+
   Bigtable* const db_;
   const SessionOptions options_;
   const uid_t uid_;
@@ -471,6 +558,7 @@ class Filesystem {
 
   InodeTable inodes_;
   EphemeralDirs ephemeral_;
+  OpenCells open_cells_{db_, options_.max_value_bytes};
   std::unique_ptr<Invalidator> invalidator_;
 
   // The open handles, by the pointer given to the kernel as fh. Held only to
@@ -487,6 +575,8 @@ class Filesystem {
   // empty file would exist. Never listed.
   std::unordered_set<uint64_t> vanished_ GUARDED_BY(handles_mu_);
 };
+
+thread_local uint64_t Filesystem::last_ticket_ = 0;
 
 // ---------------------------------------------------------------------------
 // Resolution and attributes
@@ -668,24 +758,27 @@ FsError Filesystem::Stat(const Node& node, fuse_ino_t ino, struct stat* st) {
     case NodeKind::kCell: {
       auto settings = db_->GetFamily(node.table, node.family);
       if (!settings.ok()) return FsErrorFromStatus(settings.status());
-      // An open writer shows what it holds: a created file exists before
-      // its first commit, and fstat of a writer sees its own writes.
+      // Open writers show what they hold: a created file exists before
+      // its first commit, and fstat of a writer sees its own writes (the
+      // kernel asks without naming the descriptor).
+      bool writers = false;
       if (ino != 0 && node.view == View::kCurrent) {
-        for (auto& h : WritersOf(ino)) {
-          MutexLock lock(h->mu());
-          if (h->mode() == FileHandle::Mode::kAppend) continue;
-          if (h->NeedsCommit()) {
-            FileStat(ino, *settings, h->size(),
-                     h->pending_timestamp().value_or(NowMicros()), st);
+        if (std::shared_ptr<OpenCell> c = open_cells_.Find(ino)) {
+          MutexLock lock(c->mu());
+          std::optional<uint64_t> pending = c->PendingSize();
+          if (pending.has_value()) {
+            FileStat(ino, *settings, *pending,
+                     c->pending_timestamp().value_or(NowMicros()), st);
             return FsError::Ok();
           }
+          writers = c->HasWriters() && !c->unlinked();
         }
       }
       CellVersion v;
       TABLETFS_FS_RETURN_IF_ERROR(ReadVersion(node, &v));
       if (!v.exists) {
         if (ino != 0 && node.view == View::kCurrent &&
-            (!WritersOf(ino).empty() || Vanished(ino))) {
+            (writers || Vanished(ino))) {
           FileStat(ino, *settings, 0, NowMicros(), st);
           return FsError::Ok();
         }
@@ -780,83 +873,26 @@ FsError Filesystem::CheckSpace(uint64_t bytes) {
 // ---------------------------------------------------------------------------
 
 FsError Filesystem::Commit(FileHandle& h) {
-  const Node& n = h.node();
-  if (n.kind == NodeKind::kSchemaFamily) return CommitSchema(h);
-  WriteOptions wo;
+  // Only `.schema` files buffer in their handle; cells commit through their
+  // open state (CommitCell).
+  return CommitSchema(h);
+}
+
+FsError Filesystem::CommitCell(OpenCell& c, uint64_t descriptor) {
   int64_t committed_at = 0;
-  if (h.mode() == FileHandle::Mode::kAppend) {
-    bool replaced = false;
-    if (h.placeholder_timestamp().has_value() && !h.buffer().empty()) {
-      // `echo x >> new`: replace this handle's empty placeholder, but only
-      // while the cell still holds nothing (no other appender came).
-      CellCondition still_empty;
-      still_empty.family = n.family;
-      still_empty.qualifier = n.qualifier;
-      still_empty.op = CellCondition::Op::kEquals;
-      RowMutation m(n.row);
-      m.DeleteVersion(n.family, n.qualifier, *h.placeholder_timestamp());
-      m.SetCell(n.family, n.qualifier, h.buffer());
-      auto r = db_->CheckAndMutate(n.table, n.row, still_empty, m,
-                                   RowMutation(n.row), wo);
-      if (!r.ok()) {
-        FsError e = FsErrorFromStatus(r.status());
-        h.SetFailed(e);
-        return e;
-      }
-      replaced = *r;
+  TABLETFS_FS_RETURN_IF_ERROR(c.Commit(descriptor, &committed_at));
+  ForgetVanished(c.ino());
+  // Readers of the cell were updated by the commit itself; the kernel's
+  // copy, and for a Q@T write the cell Q, are stale.
+  InvalidateKernel(c.ino());
+  const Node& n = c.node();
+  if (n.at.has_value()) {
+    Node plain = n;
+    plain.at.reset();
+    if (std::optional<uint64_t> other = inodes_.Find(plain)) {
+      InvalidateInode(*other);
     }
-    if (!replaced) {
-      auto r =
-          db_->Append(n.table, n.row, n.family, n.qualifier, h.buffer(), wo);
-      if (!r.ok()) {
-        FsError e = FsErrorFromStatus(r.status());
-        h.SetFailed(e);
-        return e;
-      }
-      committed_at = r->timestamp;
-    }
-  } else {
-    int64_t ts = kServerTimestamp;
-    if (n.at.has_value()) {
-      ts = *n.at;
-    } else if (h.pending_timestamp().has_value()) {
-      // A utimensat came while data was pending (cp -a): use its time when
-      // it stays newer than the version this commit goes on top of.
-      // The placeholder this commit replaces does not count.
-      ReadOptions ro;
-      ro.max_versions = 2;
-      auto versions = db_->ReadCell(n.table, n.row, n.family, n.qualifier, ro);
-      if (!versions.ok()) return FsErrorFromStatus(versions.status());
-      std::optional<int64_t> below;
-      for (const Cell& c : *versions) {
-        if (c.timestamp == h.placeholder_timestamp()) continue;
-        below = c.timestamp;
-        break;
-      }
-      if (!below.has_value() || *h.pending_timestamp() > *below) {
-        ts = *h.pending_timestamp();
-      }
-    }
-    RowMutation m(n.row);
-    if (h.placeholder_timestamp().has_value() && !n.at.has_value()) {
-      m.DeleteVersion(n.family, n.qualifier, *h.placeholder_timestamp());
-    }
-    if (ts == kServerTimestamp) {
-      m.SetCell(n.family, n.qualifier, h.buffer());
-    } else {
-      m.SetCell(n.family, n.qualifier, ts, h.buffer());
-    }
-    auto r = db_->Apply(n.table, m, wo);
-    if (!r.ok()) {
-      FsError e = FsErrorFromStatus(r.status());
-      h.SetFailed(e);
-      return e;
-    }
-    committed_at = ts == kServerTimestamp ? *r : ts;
   }
-  h.Committed(committed_at);
-  ForgetVanished(h.ino());
-  InvalidateCell(n, h.ino());
   return FsError::Ok();
 }
 
@@ -916,11 +952,14 @@ FsError Filesystem::TruncateCell(const Node& cell, uint64_t size,
                                   std::to_string(options_.max_value_bytes) +
                                   " bytes");
   }
-  // A file created but not committed yet lives in its writer.
-  for (auto& h : WritersOf(ino)) {
-    MutexLock lock(h->mu());
-    if (h->mode() == FileHandle::Mode::kWrite && h->NeedsCommit()) {
-      return h->Truncate(size);
+  // While writers are open, the truncate goes into their shared value and
+  // is committed at once, as a truncate(2) on a local disk is.
+  if (std::shared_ptr<OpenCell> c = open_cells_.Find(ino);
+      c && cell.view == View::kCurrent) {
+    MutexLock lock(c->mu());
+    if (c->HasWriters() && !c->unlinked()) {
+      TABLETFS_FS_RETURN_IF_ERROR(c->Truncate(0, size));
+      return CommitCell(*c, 0);
     }
   }
   TABLETFS_FS_RETURN_IF_ERROR(CheckFuture(cell));
@@ -965,6 +1004,7 @@ void Filesystem::Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     Refuse(req, "lookup", ChildPath(p, name), e);
     return;
   }
+  AwaitInvalidations();
   fuse_reply_entry(req, &entry);
 }
 
@@ -972,15 +1012,33 @@ void Filesystem::GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   Node n;
   FsError e = NodeOf(ino, &n);
   struct stat st;
-  if (e.ok()) e = Stat(n, ino, &st);
-  if (e.err == ENOENT && fi != nullptr && n.kind == NodeKind::kCell) {
+  // The kernel names the descriptor when it refreshes the size before a
+  // cached read: a reader's size is the committed version's, never what
+  // writers hold (it would read past the committed end).
+  std::shared_ptr<FileHandle> h =
+      fi != nullptr && n.kind == NodeKind::kCell ? FileOf(fi) : nullptr;
+  bool reader = false;
+  if (h && h->cell()) {
+    MutexLock lock(h->cell()->mu());
+    reader = !h->cell()->IsWriter(h->descriptor());
+  }
+  if (e.ok()) e = Stat(n, reader ? 0 : ino, &st);
+  st.st_ino = ino;
+  if (e.err == ENOENT && h) {
     // fstat (and the kernel before a read) of a descriptor whose cell was
     // removed while open: as on a local disk it works, with no links.
-    std::shared_ptr<FileHandle> h = FileOf(fi);
     auto settings = db_->GetFamily(n.table, n.family);
-    if (h && settings.ok()) {
-      MutexLock lock(h->mu());
-      FileStat(ino, *settings, h->size(), NowMicros(), &st);
+    if (settings.ok()) {
+      uint64_t size = 0;
+      if (h->cell()) {
+        OpenCell& c = *h->cell();
+        MutexLock lock(c.mu());
+        size = c.SizeFor(h->descriptor());
+      } else {
+        MutexLock lock(h->mu());
+        size = h->size();
+      }
+      FileStat(ino, *settings, size, NowMicros(), &st);
       st.st_nlink = 0;
       e = FsError::Ok();
     }
@@ -989,7 +1047,8 @@ void Filesystem::GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     Refuse(req, "getattr", n.DebugPath(), e);
     return;
   }
-  fuse_reply_attr(req, &st, AttrTimeout(n));
+  AwaitInvalidations();
+  fuse_reply_attr(req, &st, CellAttrTimeout(n, ino));
 }
 
 void Filesystem::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr,
@@ -1009,9 +1068,10 @@ void Filesystem::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr,
   if (to_set & FUSE_SET_ATTR_SIZE) {
     uint64_t size = static_cast<uint64_t>(attr->st_size);
     if (n.kind == NodeKind::kCell) {
-      if (h && h->writable()) {
-        MutexLock lock(h->mu());
-        e = h->Truncate(size);
+      if (h && h->cell() && h->writable()) {
+        OpenCell& c = *h->cell();
+        MutexLock lock(c.mu());
+        e = c.Truncate(h->descriptor(), size);
       } else {
         e = TruncateCell(n, size, ino);
       }
@@ -1035,10 +1095,10 @@ void Filesystem::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr,
                          ? NowMicros()
                          : TimespecToMicros(attr->st_mtim);
     bool pending = false;
-    for (auto& w : WritersOf(ino)) {
-      MutexLock lock(w->mu());
-      if (w->NeedsCommit()) {
-        w->SetPendingTimestamp(micros);
+    if (std::shared_ptr<OpenCell> c = open_cells_.Find(ino)) {
+      MutexLock lock(c->mu());
+      if (c->HasPending()) {
+        c->SetPendingTimestamp(micros);
         pending = true;
       }
     }
@@ -1086,6 +1146,7 @@ void Filesystem::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr,
     Refuse(req, "setattr", n.DebugPath(), e);
     return;
   }
+  AwaitInvalidations();
   fuse_reply_attr(req, &st, AttrTimeout(n));
 }
 
@@ -1152,6 +1213,7 @@ void Filesystem::Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name,
     Refuse(req, "mkdir", ChildPath(p, name), e);
     return;
   }
+  AwaitInvalidations();
   fuse_reply_entry(req, &entry);
 }
 
@@ -1220,6 +1282,7 @@ void Filesystem::Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
     Refuse(req, "rmdir", ChildPath(p, name), e);
     return;
   }
+  AwaitInvalidations();
   fuse_reply_err(req, 0);
 }
 
@@ -1297,6 +1360,7 @@ void Filesystem::Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
     Refuse(req, "unlink", ChildPath(p, name), e);
     return;
   }
+  AwaitInvalidations();
   fuse_reply_err(req, 0);
 }
 
@@ -1350,7 +1414,12 @@ void Filesystem::Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
     // One row mutation: the destination gets the source's newest value as a
     // new version (keeping its own history), the source goes.
     RowMutation m(from.row);
-    m.SetCell(to.family, to.qualifier, src.value);
+    if (dst.exists && dst.timestamp >= NowMicros()) {
+      // Above a version in the future, so that the rename shows.
+      m.SetCell(to.family, to.qualifier, dst.timestamp + 1, src.value);
+    } else {
+      m.SetCell(to.family, to.qualifier, src.value);
+    }
     m.DeleteCell(from.family, from.qualifier);
     auto r = db_->Apply(from.table, m, WriteOptions());
     if (!r.ok()) e = FsErrorFromStatus(r.status());
@@ -1373,6 +1442,7 @@ void Filesystem::Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
            e);
     return;
   }
+  AwaitInvalidations();
   fuse_reply_err(req, 0);
 }
 
@@ -1398,43 +1468,50 @@ void Filesystem::Create(fuse_req_t req, fuse_ino_t parent, const char* name,
           e = FsErrorFromStatus(settings.status());
           break;
         }
+        uint64_t ino = inodes_.Lookup(n);
+        std::shared_ptr<OpenCell> cell = open_cells_.Get(ino, n);
+        MutexLock lock(cell->mu());
         CellVersion v;
         e = ReadVersion(n, &v);
-        if (!e.ok()) break;
-        if (n.at.has_value() && v.exists && v.timestamp != *n.at) {
+        if (e.ok() && n.at.has_value() && v.exists && v.timestamp != *n.at) {
           v = CellVersion();
         }
-        if (v.exists && (fi->flags & O_EXCL)) {
+        const bool others = cell->HasWriters() && !cell->unlinked();
+        if (e.ok() && (v.exists || others) && (fi->flags & O_EXCL)) {
           e = FsError::Of(EEXIST, n.DebugPath() + " exists");
+        }
+        if (!e.ok()) {
+          open_cells_.Put(cell);
+          inodes_.Forget(ino, 1);
           break;
         }
-        bool trunc = (fi->flags & O_TRUNC) || !v.exists;
+        const bool create = !v.exists && !others;
         FileHandle::Mode m = (fi->flags & O_APPEND) && !(fi->flags & O_TRUNC)
                                  ? FileHandle::Mode::kAppend
                                  : FileHandle::Mode::kWrite;
         if (n.at.has_value()) m = FileHandle::Mode::kWrite;
-        uint64_t ino = inodes_.Lookup(n);
+        const bool page_cache = (fi->flags & O_ACCMODE) == O_RDWR;
+        const bool shared_pages = cell->HasPageCacheWriters();
         ForgetVanished(ino);  // created again
-        h = OpenHandle(ino, n, m, trunc ? std::string() : std::move(v.value),
-                       trunc || m == FileHandle::Mode::kAppend);
-        if (!v.exists && !n.at.has_value()) {
-          // A local disk lists a created file at once: until this handle
-          // closes, listings of the family show the name (nothing is
-          // committed before the close, so a crash leaves no trace).
-          MutexLock lock(h->mu());
-          h->set_listed_while_open(true);
+        uint64_t desc = cell->Attach(AccessOf(m), ToCommitted(std::move(v)),
+                                     (fi->flags & O_TRUNC) != 0, create,
+                                     page_cache);
+        if (create && !n.at.has_value()) {
+          // A local disk lists a created file at once: until its last
+          // writer closes, listings of the family show the name (nothing is
+          // committed before a close, so a crash leaves no trace).
+          cell->set_listed_while_open(true);
           ephemeral_.AddCell(n.table, n.row, n.family, n.qualifier);
         }
+        h = std::make_shared<FileHandle>(ino, n, m, cell, desc);
         std::memset(&entry, 0, sizeof(entry));
         entry.ino = ino;
         entry.generation = 1;
-        {
-          MutexLock lock(h->mu());
-          FileStat(ino, *settings, h->size(), NowMicros(), &entry.attr);
-        }
+        FileStat(ino, *settings, cell->PendingSize().value_or(0), NowMicros(),
+                 &entry.attr);
         entry.entry_timeout = EntryTimeout(n);
         entry.attr_timeout = AttrTimeout(n);
-        fi->direct_io = 1;
+        SetCellIo(fi, page_cache, shared_pages);
         break;
       }
       case NodeKind::kSchemaFamily: {
@@ -1481,6 +1558,7 @@ void Filesystem::Create(fuse_req_t req, fuse_ino_t parent, const char* name,
     return;
   }
   AddFile(h, fi);
+  AwaitInvalidations();
   fuse_reply_create(req, &entry, fi);
 }
 
@@ -1505,51 +1583,22 @@ void Filesystem::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       case NodeKind::kCell: {
         if (write) e = CheckFuture(n);
         if (!e.ok()) break;
-        // Writers are looked for before the store is read: a creator that
-        // closes in between has committed before it stops being a writer
-        // (Release), so the read then finds its version.
-        const bool created_and_open = !WritersOf(ino).empty();
-        CellVersion v;
-        e = ReadVersion(n, &v);
-        if (!e.ok()) break;
-        if (n.at.has_value() && write && v.exists && v.timestamp != *n.at) {
-          v = CellVersion();  // Q@T is written at exactly T
-        }
-        bool recreate = false;
-        if (!v.exists && !created_and_open && !n.at.has_value()) {
-          recreate = Vanished(ino);
-          if (!recreate) {
+        if (n.view != View::kCurrent || (n.at.has_value() && !write)) {
+          // A version (Q@T, .versions, .at) never changes: read at open.
+          CellVersion v;
+          e = ReadVersion(n, &v);
+          if (!e.ok()) break;
+          if (!v.exists) {
             e = FsError::Of(ENOENT, "no cell " + n.DebugPath());
             break;
           }
-        }
-        if (!write) {
-          fi->keep_cache = v.exists && inodes_.SameVersionAsLastOpen(
-                                           ino, v.timestamp, v.value.size());
+          fi->keep_cache = inodes_.SameVersionAsLastOpen(ino, v.timestamp,
+                                                         v.value.size());
           h = OpenHandle(ino, n, FileHandle::Mode::kRead, std::move(v.value),
                          false);
           break;
         }
-        bool trunc = (fi->flags & O_TRUNC) != 0;
-        FileHandle::Mode m =
-            (fi->flags & O_APPEND) && !trunc && !n.at.has_value()
-                ? FileHandle::Mode::kAppend
-                : FileHandle::Mode::kWrite;
-        h = OpenHandle(ino, n, m, trunc ? std::string() : std::move(v.value),
-                       trunc);
-        if (recreate) {
-          // Created again: listed while open, and committed (empty when
-          // nothing is written) at close.
-          {
-            MutexLock lock(&handles_mu_);
-            vanished_.erase(ino);
-          }
-          MutexLock lock(h->mu());
-          h->set_listed_while_open(true);
-          h->SetFresh();
-          ephemeral_.AddCell(n.table, n.row, n.family, n.qualifier);
-        }
-        fi->direct_io = 1;
+        e = OpenCellFile(ino, n, fi, write, &h);
         break;
       }
       case NodeKind::kSchemaFamily: {
@@ -1580,6 +1629,67 @@ void Filesystem::Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fuse_reply_open(req, fi);
 }
 
+FsError Filesystem::OpenCellFile(fuse_ino_t ino, const Node& n,
+                                 fuse_file_info* fi, bool write,
+                                 std::shared_ptr<FileHandle>* out) {
+  std::shared_ptr<OpenCell> cell = open_cells_.Get(ino, n);
+  MutexLock lock(cell->mu());
+  // The store is read with the cell's lock held: a writer that commits
+  // and closes meanwhile is either still a writer here or committed.
+  CellVersion v;
+  FsError e = ReadVersion(n, &v);
+  if (e.ok() && n.at.has_value() && v.exists && v.timestamp != *n.at) {
+    v = CellVersion();  // Q@T is written at exactly T
+  }
+  const bool writers = cell->HasWriters() && !cell->unlinked();
+  bool recreate = false;
+  if (e.ok() && !v.exists && !writers && !n.at.has_value()) {
+    recreate = write && Vanished(ino);
+    if (!recreate) e = FsError::Of(ENOENT, "no cell " + n.DebugPath());
+  }
+  if (!e.ok()) {
+    open_cells_.Put(cell);
+    return e;
+  }
+  if (!write) {
+    // A reader sees committed versions only. While writers are open their
+    // bytes may be in the page cache or in the kernel's size: read around
+    // both (direct I/O), else let the kernel cache what it read.
+    const bool direct = cell->HasWriters();
+    if (direct) {
+      fi->direct_io = 1;
+    } else {
+      fi->keep_cache = v.exists && inodes_.SameVersionAsLastOpen(
+                                       ino, v.timestamp, v.value.size());
+    }
+    uint64_t desc = cell->Attach(OpenCell::Access::kRead,
+                                 ToCommitted(std::move(v)), false, false,
+                                 !direct);
+    *out = std::make_shared<FileHandle>(ino, n, FileHandle::Mode::kRead,
+                                        cell, desc);
+    return FsError::Ok();
+  }
+  const bool trunc = (fi->flags & O_TRUNC) != 0;
+  FileHandle::Mode m = (fi->flags & O_APPEND) && !trunc && !n.at.has_value()
+                           ? FileHandle::Mode::kAppend
+                           : FileHandle::Mode::kWrite;
+  const bool page_cache = (fi->flags & O_ACCMODE) == O_RDWR;
+  const bool shared_pages = cell->HasPageCacheWriters();
+  const bool create = recreate || (!v.exists && !writers);
+  uint64_t desc = cell->Attach(AccessOf(m), ToCommitted(std::move(v)), trunc,
+                               create, page_cache);
+  if (recreate) {
+    // Created again: listed while open, and committed (empty when nothing
+    // is written) at close.
+    ForgetVanished(ino);
+    cell->set_listed_while_open(true);
+    ephemeral_.AddCell(n.table, n.row, n.family, n.qualifier);
+  }
+  SetCellIo(fi, page_cache, shared_pages);
+  *out = std::make_shared<FileHandle>(ino, n, m, cell, desc);
+  return FsError::Ok();
+}
+
 void Filesystem::Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                       fuse_file_info* fi) {
   (void)ino;
@@ -1589,7 +1699,18 @@ void Filesystem::Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     return;
   }
   std::string data;
-  {
+  if (h->cell()) {
+    OpenCell& c = *h->cell();
+    FsError e;
+    {
+      MutexLock lock(c.mu());
+      e = c.Read(h->descriptor(), off, size, &data);
+    }
+    if (!e.ok()) {
+      Refuse(req, "read", PathOf(*h), e);
+      return;
+    }
+  } else {
     MutexLock lock(h->mu());
     data = h->Read(off, size);
   }
@@ -1615,7 +1736,9 @@ void Filesystem::Write(fuse_req_t req, fuse_ino_t ino, const char* buf,
       start = nl + 1;
     }
   }
-  if (e.ok()) {
+  if (e.ok() && h->cell()) {
+    e = WriteCell(*h, buf, size, off);
+  } else if (e.ok()) {
     MutexLock lock(h->mu());
     e = CheckSpace(std::max<uint64_t>(h->size(),
                                       static_cast<uint64_t>(off) + size));
@@ -1629,29 +1752,109 @@ void Filesystem::Write(fuse_req_t req, fuse_ino_t ino, const char* buf,
     Refuse(req, "write", PathOf(*h), e);
     return;
   }
+  AwaitInvalidations();
   fuse_reply_write(req, size);
+}
+
+FsError Filesystem::WriteCell(FileHandle& h, const char* buf, size_t size,
+                              off_t off) {
+  OpenCell& c = *h.cell();
+  const uint64_t desc = h.descriptor();
+  bool stale_pages = false;
+  FsError e;
+  {
+    MutexLock lock(c.mu());
+    e = CheckSpace(c.SizeAfterWrite(desc, off, size));
+    if (e.ok()) {
+      e = c.Write(desc, off, std::string_view(buf, size));
+      // A direct write changed bytes that page-cache writers (mappings)
+      // may hold.
+      stale_pages = e.ok() && !c.IsPageCache(desc) && c.HasPageCacheWriters();
+    } else {
+      c.Refuse(desc, e.err);
+    }
+  }
+  // A refusal may have removed the empty version of a created file.
+  if (!e.ok() || stale_pages) InvalidateKernel(c.ino());
+  return e;
 }
 
 void Filesystem::Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   (void)ino;
   std::shared_ptr<FileHandle> h = FileOf(fi);
   FsError e;
-  if (h) {
-    MutexLock lock(h->mu());
-    if (h->NeedsCommit()) e = Commit(*h);
-  }
+  if (h) e = CommitIfDue(*h);
   if (!e.ok()) {
     Refuse(req, "close", PathOf(*h), e);
     return;
   }
+  AwaitInvalidations();
   fuse_reply_err(req, 0);
+}
+
+FsError Filesystem::CommitIfDue(FileHandle& h) {
+  if (h.cell()) {
+    OpenCell& c = *h.cell();
+    MutexLock lock(c.mu());
+    FsError e;
+    if (c.NeedsCommit(h.descriptor())) e = CommitCell(c, h.descriptor());
+    if (e.ok()) c.Flushed(h.descriptor());
+    return e;
+  }
+  MutexLock lock(h.mu());
+  if (!h.NeedsCommit()) return FsError::Ok();
+  return Commit(h);
+}
+
+void Filesystem::ReleaseCell(FileHandle& h) {
+  OpenCell& c = *h.cell();
+  const uint64_t desc = h.descriptor();
+  std::optional<Node> vanished;  // a created cell that never committed
+  bool stale_pages = false;
+  {
+    MutexLock lock(c.mu());
+    if (c.NeedsCommitAtRelease(desc)) {
+      FsError e = CommitCell(c, desc);
+      if (!e.ok()) {
+        Log(LogLevel::kError, "commit at release of " + c.node().DebugPath() +
+                                  " failed: " + e.ToString());
+      }
+    }
+    const bool last_writer = c.IsWriter(desc) && c.writers() == 1;
+    // Pages of a page-cache writer may hold bytes never committed (refused,
+    // or the cell removed): no later reader may be given them.
+    stale_pages = c.IsPageCache(desc) && c.HasPending();
+    if (last_writer) {
+      // A created cell that never committed (its write was refused) is
+      // gone now; the kernel's dentry for it would make the next
+      // open(O_CREAT) of the name fail ENOENT until it timed out.
+      if (c.listed_while_open() && !c.committed_once() && !c.unlinked()) {
+        CellVersion v;
+        if (ReadVersion(c.node(), &v).ok() && !v.exists) vanished = c.node();
+      }
+      Unlist(c);
+    }
+    // Only once committed does the descriptor stop being a writer: an open
+    // or stat that finds no writer then finds the version in the store.
+    c.Detach(desc);
+  }
+  if (vanished.has_value()) {
+    {
+      MutexLock lock(&handles_mu_);
+      vanished_.insert(c.ino());
+    }
+    ForgetName(*vanished);
+  }
+  if (stale_pages) InvalidateKernel(c.ino());
+  open_cells_.Put(h.cell());
 }
 
 void Filesystem::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   (void)ino;
   std::shared_ptr<FileHandle> h = FileOf(fi);
-  std::optional<Node> vanished;  // a created file that never committed
-  if (h) {
+  if (h && h->cell()) {
+    ReleaseCell(*h);
+  } else if (h) {
     MutexLock lock(h->mu());
     if (h->NeedsCommit()) {
       FsError e = Commit(*h);
@@ -1660,34 +1863,32 @@ void Filesystem::Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
                                   " failed: " + e.ToString());
       }
     }
-    // A created file that never committed (its write was refused) is gone
-    // now; the kernel's dentry for it would make the next open(O_CREAT) of
-    // the name fail ENOENT until it timed out.
-    if (h->listed_while_open() && !h->committed_once() && !h->unlinked()) {
-      vanished = h->node();
-    }
-    Unlist(*h);
   }
-  if (vanished.has_value()) {
-    // Unless another writer of the cell is still open, or committed it.
-    CellVersion v;
-    bool others = WritersOf(h->ino()).size() > 1;  // h is still registered
-    if (!others && ReadVersion(*vanished, &v).ok() && !v.exists) {
-      {
-        MutexLock lock(&handles_mu_);
-        vanished_.insert(h->ino());
-      }
-      ForgetName(*vanished);
-    }
-  }
-  // Only once committed does the handle stop being a writer of its inode:
-  // an open or stat that found no writer then finds the version in the
-  // store.
   if (h) {
     MutexLock lock(&handles_mu_);
     files_.erase(h.get());
   }
+  AwaitInvalidations();
   fuse_reply_err(req, 0);
+}
+
+void Filesystem::Fallocate(fuse_req_t req, fuse_ino_t ino,
+                           fuse_file_info* fi) {
+  (void)ino;
+  std::shared_ptr<FileHandle> h = fi != nullptr ? FileOf(fi) : nullptr;
+  std::string path = h ? PathOf(*h) : "inode " + std::to_string(ino);
+  if (h && h->cell()) {
+    // As a refused write: the descriptor stores nothing, and a name it
+    // created is not kept.
+    OpenCell& c = *h->cell();
+    {
+      MutexLock lock(c.mu());
+      if (c.IsWriter(h->descriptor())) c.Refuse(h->descriptor(), EOPNOTSUPP);
+    }
+    InvalidateKernel(c.ino());
+  }
+  Refuse(req, "fallocate", path,
+         FsError::Of(EOPNOTSUPP, "values are not preallocated"));
 }
 
 void Filesystem::Fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -1696,10 +1897,7 @@ void Filesystem::Fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
   (void)datasync;
   std::shared_ptr<FileHandle> h = FileOf(fi);
   FsError e;
-  if (h) {
-    MutexLock lock(h->mu());
-    if (h->NeedsCommit()) e = Commit(*h);
-  }
+  if (h) e = CommitIfDue(*h);
   if (e.ok()) {
     Status s = db_->Sync();
     if (!s.ok()) e = FsErrorFromStatus(s);
@@ -1708,6 +1906,7 @@ void Filesystem::Fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
     Refuse(req, "fsync", h ? PathOf(*h) : "?", e);
     return;
   }
+  AwaitInvalidations();
   fuse_reply_err(req, 0);
 }
 
@@ -1802,6 +2001,7 @@ void Filesystem::ReleaseDir(fuse_req_t req, fuse_ino_t ino,
     }
   }
   d.reset();
+  AwaitInvalidations();
   fuse_reply_err(req, 0);
 }
 
@@ -1815,6 +2015,7 @@ void Filesystem::FsyncDir(fuse_req_t req, fuse_ino_t ino, int datasync,
     Refuse(req, "fsyncdir", "", FsErrorFromStatus(s));
     return;
   }
+  AwaitInvalidations();
   fuse_reply_err(req, 0);
 }
 
@@ -1954,10 +2155,8 @@ const fuse_lowlevel_ops kOps = [] {
                   mode_t mode, fuse_file_info* fi) {
     Fs(req)->Create(req, parent, name, mode, fi);
   };
-  ops.fallocate = [](fuse_req_t req, fuse_ino_t, int, off_t, off_t,
-                     fuse_file_info*) {
-    RefuseOp(req, "fallocate", EOPNOTSUPP, "values are not preallocated");
-  };
+  ops.fallocate = [](fuse_req_t req, fuse_ino_t ino, int, off_t, off_t,
+                     fuse_file_info* fi) { Fs(req)->Fallocate(req, ino, fi); };
   return ops;
 }();
 

@@ -5,8 +5,11 @@
 
 namespace tabletfs::fs {
 
-Invalidator::Invalidator(fuse_session* session)
-    : session_(session), thread_([this] { Run(); }) {}
+Invalidator::Invalidator(fuse_session* session,
+                         std::chrono::milliseconds test_delay)
+    : session_(session),
+      test_delay_(test_delay),
+      thread_([this] { Run(); }) {}
 
 Invalidator::~Invalidator() {
   {
@@ -17,24 +20,37 @@ Invalidator::~Invalidator() {
   thread_.join();
 }
 
-void Invalidator::Inode(uint64_t ino) {
+uint64_t Invalidator::Push(Notice n) {
   MutexLock lock(&mu_);
-  Notice n;
-  n.ino = ino;
   queue_.push_back(std::move(n));
-  queued_++;
   cv_.SignalAll();
+  return ++queued_;
 }
 
-void Invalidator::Entry(uint64_t parent, std::string name) {
-  MutexLock lock(&mu_);
+uint64_t Invalidator::Inode(uint64_t ino) {
+  Notice n;
+  n.ino = ino;
+  return Push(std::move(n));
+}
+
+uint64_t Invalidator::Entry(uint64_t parent, std::string name) {
   Notice n;
   n.ino = parent;
   n.entry = true;
   n.name = std::move(name);
-  queue_.push_back(std::move(n));
-  queued_++;
-  cv_.SignalAll();
+  return Push(std::move(n));
+}
+
+bool Invalidator::Await(uint64_t ticket, std::chrono::microseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  MutexLock lock(&mu_);
+  while (sent_ < ticket && !stop_) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    AwaitFor(std::chrono::duration_cast<std::chrono::microseconds>(
+        deadline - now));
+  }
+  return true;
 }
 
 void Invalidator::Drain() {
@@ -53,6 +69,7 @@ void Invalidator::Run() {
       n = std::move(queue_.front());
       queue_.pop_front();
     }
+    if (test_delay_.count() > 0) std::this_thread::sleep_for(test_delay_);
     // Errors (ENOENT: the kernel does not know the node) are expected and
     // harmless: there is nothing cached to drop.
     if (n.entry) {

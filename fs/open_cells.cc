@@ -1,0 +1,516 @@
+#include "fs/open_cells.h"
+
+#include <errno.h>
+#include <time.h>
+
+#include <algorithm>
+
+namespace tabletfs::fs {
+namespace {
+
+int64_t NowMicros() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+FsError TooBig(size_t limit, uint64_t end) {
+  return FsError::Of(EFBIG, "a value may hold at most " +
+                                std::to_string(limit) +
+                                " bytes; this write would end at " +
+                                std::to_string(end));
+}
+
+}  // namespace
+
+OpenCell::OpenCell(Bigtable* db, uint64_t ino, Node node,
+                   size_t max_value_bytes)
+    : db_(db), ino_(ino), max_value_bytes_(max_value_bytes) {
+  MutexLock lock(&mu_);
+  node_ = std::move(node);
+}
+
+OpenCell::Descriptor* OpenCell::Find(uint64_t id) {
+  auto it = descriptors_.find(id);
+  return it == descriptors_.end() ? nullptr : &it->second;
+}
+
+const OpenCell::Descriptor* OpenCell::Find(uint64_t id) const {
+  auto it = descriptors_.find(id);
+  return it == descriptors_.end() ? nullptr : &it->second;
+}
+
+uint64_t OpenCell::Attach(Access access, const CommittedVersion& newest,
+                          bool truncate, bool create, bool page_cache) {
+  uint64_t id = next_id_++;
+  Descriptor& d = descriptors_[id];
+  d.access = access;
+  d.page_cache = page_cache;
+  if (newest.exists && !node_.at.has_value()) {
+    newest_timestamp_ = newest.timestamp;
+    newest_generation_ = generation_.load();
+  }
+  if (access == Access::kRead) {
+    if (!committed_ || committed_generation_ != generation_.load()) {
+      committed_ = std::make_shared<const std::string>(newest.value);
+      committed_generation_ = generation_.load();
+    }
+    if (!page_cache) d.pinned = committed_;
+    return id;
+  }
+  if (writers_ == 0) {
+    // The first writer since the last one closed: what an earlier writer
+    // left (committed, or refused and dropped) is not pending any more.
+    loaded_ = false;
+    value_.clear();
+    changes_ = committed_changes_ = 0;
+    fresh_ = false;
+    unlinked_ = false;
+    committed_once_ = false;
+    listed_while_open_ = false;
+    placeholder_timestamp_.reset();
+    pending_timestamp_.reset();
+    failed_ = FsError::Ok();
+    append_base_ = newest.value.size();
+  }
+  writers_++;
+  if (page_cache) page_cache_writers_++;
+  if (create) fresh_ = true;  // committed even when nothing is written
+  d.wrote = create || truncate;
+  d.seen_changes = changes_;
+  if (access == Access::kAppend && !loaded_) return id;
+  if (!loaded_) Load(newest.value);
+  if (truncate) {
+    // Not a change but a fresh start: until something is written, a commit
+    // of it is the empty placeholder a refusal takes back.
+    value_.clear();
+    fresh_ = true;
+  }
+  return id;
+}
+
+void OpenCell::Detach(uint64_t id) {
+  auto it = descriptors_.find(id);
+  if (it == descriptors_.end()) return;
+  if (it->second.access != Access::kRead) {
+    writers_--;
+    if (it->second.page_cache) page_cache_writers_--;
+  }
+  descriptors_.erase(it);
+}
+
+bool OpenCell::IsWriter(uint64_t id) const {
+  const Descriptor* d = Find(id);
+  return d != nullptr && d->access != Access::kRead;
+}
+
+bool OpenCell::IsPageCache(uint64_t id) const {
+  const Descriptor* d = Find(id);
+  return d != nullptr && d->access != Access::kRead && d->page_cache;
+}
+
+void OpenCell::Load(const std::string& committed) {
+  value_ = committed;
+  for (auto& [id, d] : descriptors_) {
+    if (d.appended.empty()) continue;
+    value_.append(d.appended);
+    d.appended.clear();
+    changes_++;
+  }
+  loaded_ = true;
+}
+
+FsError OpenCell::ReadNewest(CommittedVersion* out) {
+  ReadOptions ro;
+  ro.max_versions = 1;
+  ro.at = node_.at;
+  auto versions = db_->ReadCell(node_.table, node_.row, node_.family,
+                                node_.qualifier, ro);
+  if (!versions.ok()) return FsErrorFromStatus(versions.status());
+  *out = CommittedVersion();
+  if (versions->empty()) return FsError::Ok();
+  if (node_.at.has_value() && (*versions)[0].timestamp != *node_.at) {
+    return FsError::Ok();
+  }
+  out->exists = true;
+  out->timestamp = (*versions)[0].timestamp;
+  out->value = std::move((*versions)[0].value);
+  return FsError::Ok();
+}
+
+FsError OpenCell::LoadFromStore() {
+  CommittedVersion v;
+  TABLETFS_FS_RETURN_IF_ERROR(ReadNewest(&v));
+  Load(v.value);
+  return FsError::Ok();
+}
+
+FsError OpenCell::RefreshCommitted() {
+  uint64_t generation = generation_.load();
+  if (committed_ && (committed_generation_ == generation || unlinked_)) {
+    return FsError::Ok();
+  }
+  CommittedVersion v;
+  TABLETFS_FS_RETURN_IF_ERROR(ReadNewest(&v));
+  if (v.exists) {
+    committed_ = std::make_shared<const std::string>(std::move(v.value));
+    if (!node_.at.has_value()) {
+      newest_timestamp_ = v.timestamp;
+      newest_generation_ = generation;
+    }
+  } else if (!committed_) {
+    committed_ = std::make_shared<const std::string>();
+  }
+  // Removed: readers keep what they saw, as readers of an unlinked file.
+  committed_generation_ = generation;
+  return FsError::Ok();
+}
+
+FsError OpenCell::Read(uint64_t id, off_t offset, size_t size,
+                       std::string* out) {
+  out->clear();
+  Descriptor* d = Find(id);
+  if (d == nullptr) return FsError::Of(EBADF, "unknown descriptor");
+  const std::string* value = &value_;
+  if (d->access == Access::kRead && d->page_cache) {
+    // The kernel caches what it reads: always the newest, so that no page
+    // of an older version enters the cache after a commit dropped it.
+    TABLETFS_FS_RETURN_IF_ERROR(RefreshCommitted());
+    value = committed_.get();
+  } else if (d->access == Access::kRead) {
+    if (!d->pinned || offset <= 0 ||
+        static_cast<uint64_t>(offset) >= d->pinned->size()) {
+      TABLETFS_FS_RETURN_IF_ERROR(RefreshCommitted());
+      d->pinned = committed_;
+    }
+    value = d->pinned.get();
+  } else if (!loaded_) {
+    TABLETFS_FS_RETURN_IF_ERROR(LoadFromStore());
+  }
+  if (offset < 0 || static_cast<uint64_t>(offset) >= value->size()) {
+    return FsError::Ok();
+  }
+  *out = value->substr(static_cast<size_t>(offset), size);
+  return FsError::Ok();
+}
+
+FsError OpenCell::Write(uint64_t id, off_t offset, std::string_view data) {
+  Descriptor* d = Find(id);
+  if (d == nullptr || d->access == Access::kRead) {
+    return FsError::Of(EBADF, "write to a read-only descriptor");
+  }
+  if (!failed_.ok()) {
+    return FsError::Of(
+        EIO, "an earlier commit of this file failed: " + failed_.reason);
+  }
+  if (d->refused) {
+    // Nothing of this descriptor is committed any more: accepting more
+    // bytes would lose them silently.
+    return FsError::Of(d->refused_errno,
+                       "an earlier write() to this descriptor was refused; "
+                       "reopen the file to write it");
+  }
+  if (offset < 0) return FsError::Of(EINVAL, "negative offset");
+  if (d->access == Access::kAppend && !loaded_) {
+    uint64_t end = append_base_ + data.size();
+    if (end > max_value_bytes_) {
+      Refuse(id, EFBIG);
+      return TooBig(max_value_bytes_, end);
+    }
+    d->appended.append(data);
+    append_base_ = end;
+    d->wrote = true;
+    return FsError::Ok();
+  }
+  if (!loaded_) TABLETFS_FS_RETURN_IF_ERROR(LoadFromStore());
+  uint64_t start = d->access == Access::kAppend
+                       ? value_.size()
+                       : static_cast<uint64_t>(offset);
+  uint64_t end = start + data.size();
+  if (end > max_value_bytes_) {
+    Refuse(id, EFBIG);
+    return TooBig(max_value_bytes_, end);
+  }
+  if (end > value_.size()) value_.resize(end);
+  value_.replace(static_cast<size_t>(start), data.size(), data);
+  changes_++;
+  d->wrote = true;
+  return FsError::Ok();
+}
+
+FsError OpenCell::Truncate(uint64_t id, uint64_t size) {
+  if (id != 0) {
+    Descriptor* d = Find(id);
+    if (d == nullptr || d->access == Access::kRead) {
+      return FsError::Of(EBADF, "truncate through a read-only descriptor");
+    }
+    d->wrote = true;
+    if (d->refused) {
+      return FsError::Of(d->refused_errno,
+                         "an earlier write() to this descriptor was refused");
+    }
+  }
+  if (size > max_value_bytes_) {
+    if (id != 0) Refuse(id, EFBIG);
+    return TooBig(max_value_bytes_, size);
+  }
+  if (!loaded_) TABLETFS_FS_RETURN_IF_ERROR(LoadFromStore());
+  if (value_.size() != size) {
+    value_.resize(size);
+    changes_++;
+  }
+  return FsError::Ok();
+}
+
+void OpenCell::Refuse(uint64_t id, int err) {
+  Descriptor* d = Find(id);
+  if (d == nullptr) return;
+  d->refused = true;
+  d->refused_errno = err;
+  d->appended.clear();
+  if (!placeholder_timestamp_.has_value() || unlinked_ ||
+      node_.at.has_value()) {
+    return;
+  }
+  // The empty version a fresh open committed before this write (a dup
+  // closed first): it goes again, so an existing cell keeps its value and
+  // a created name is not kept.
+  RowMutation m(node_.row);
+  m.DeleteVersion(node_.family, node_.qualifier, *placeholder_timestamp_);
+  auto r = db_->Apply(node_.table, m, WriteOptions());
+  if (!r.ok()) return;  // the empty version stays; nothing is lost
+  placeholder_timestamp_.reset();
+  committed_once_ = false;
+  newest_generation_ = 0;  // not known any more
+  Changed();
+}
+
+std::optional<uint64_t> OpenCell::PendingSize() const {
+  if (writers_ == 0 || unlinked_ || !loaded_) return std::nullopt;
+  if (!fresh_ && changes_ == committed_changes_) return std::nullopt;
+  return value_.size();
+}
+
+std::optional<uint64_t> OpenCell::CommittedSize() const {
+  if (!committed_) return std::nullopt;
+  return committed_->size();
+}
+
+uint64_t OpenCell::SizeFor(uint64_t id) const {
+  const Descriptor* d = Find(id);
+  if (d != nullptr && d->access != Access::kRead && loaded_) {
+    return value_.size();
+  }
+  return committed_ ? committed_->size() : 0;
+}
+
+uint64_t OpenCell::SizeAfterWrite(uint64_t id, off_t offset,
+                                  size_t size) const {
+  const Descriptor* d = Find(id);
+  if (d != nullptr && d->access == Access::kAppend && !loaded_) {
+    return d->appended.size() + size;
+  }
+  uint64_t end = static_cast<uint64_t>(std::max<off_t>(offset, 0)) + size;
+  return loaded_ ? std::max<uint64_t>(value_.size(), end) : end;
+}
+
+bool OpenCell::NeedsCommit(uint64_t id) const {
+  if (unlinked_) return false;
+  const Descriptor* d = nullptr;
+  if (id != 0) {
+    d = Find(id);
+    if (d == nullptr || d->access == Access::kRead || d->refused) return false;
+  } else if (writers_ == 0) {
+    return false;
+  }
+  if (!loaded_) return d != nullptr && (fresh_ || !d->appended.empty());
+  return fresh_ || changes_ != committed_changes_;
+}
+
+bool OpenCell::NeedsCommitAtRelease(uint64_t id) const {
+  const Descriptor* d = Find(id);
+  if (d == nullptr || !NeedsCommit(id)) return false;
+  // Pages of a mapping are written back through any writer's descriptor.
+  return d->wrote || (d->page_cache && changes_ != d->seen_changes);
+}
+
+void OpenCell::Flushed(uint64_t id) {
+  Descriptor* d = Find(id);
+  if (d == nullptr) return;
+  d->wrote = false;
+  d->seen_changes = changes_;
+}
+
+FsError OpenCell::Commit(uint64_t id, int64_t* committed_at) {
+  Descriptor* d = id != 0 ? Find(id) : nullptr;
+  if (d != nullptr && d->access == Access::kAppend && !loaded_) {
+    return CommitAppend(d, committed_at);
+  }
+  if (!loaded_) TABLETFS_FS_RETURN_IF_ERROR(LoadFromStore());
+  return CommitValue(committed_at);
+}
+
+FsError OpenCell::CommitValue(int64_t* committed_at) {
+  const Node& n = node_;
+  int64_t ts = kServerTimestamp;
+  if (n.at.has_value()) {
+    ts = *n.at;
+  } else {
+    if (newest_generation_ != generation_.load()) {
+      CommittedVersion v;
+      TABLETFS_FS_RETURN_IF_ERROR(ReadNewest(&v));
+      if (v.exists) {
+        newest_timestamp_ = v.timestamp;
+      } else {
+        newest_timestamp_.reset();
+      }
+      newest_generation_ = generation_.load();
+    }
+    if (pending_timestamp_.has_value()) {
+      // A utimensat came while data was pending (cp -a): use its time when
+      // it stays newer than the version this commit goes on top of. The
+      // placeholder this commit replaces does not count.
+      ReadOptions ro;
+      ro.max_versions = 2;
+      auto versions =
+          db_->ReadCell(n.table, n.row, n.family, n.qualifier, ro);
+      if (!versions.ok()) return FsErrorFromStatus(versions.status());
+      std::optional<int64_t> below;
+      for (const Cell& c : *versions) {
+        if (c.timestamp == placeholder_timestamp_) continue;
+        below = c.timestamp;
+        break;
+      }
+      if (!below.has_value() || *pending_timestamp_ > *below) {
+        ts = *pending_timestamp_;
+      }
+    }
+    // A write always becomes the current value: above the newest version
+    // even when that one is in the future (clock skew, `touch -d`).
+    if (ts == kServerTimestamp && newest_timestamp_.has_value() &&
+        *newest_timestamp_ >= NowMicros()) {
+      ts = *newest_timestamp_ + 1;
+    }
+  }
+  RowMutation m(n.row);
+  if (placeholder_timestamp_.has_value() && !n.at.has_value()) {
+    m.DeleteVersion(n.family, n.qualifier, *placeholder_timestamp_);
+  }
+  if (ts == kServerTimestamp) {
+    m.SetCell(n.family, n.qualifier, value_);
+  } else {
+    m.SetCell(n.family, n.qualifier, ts, value_);
+  }
+  auto r = db_->Apply(n.table, m, WriteOptions());
+  if (!r.ok()) {
+    FsError e = FsErrorFromStatus(r.status());
+    Fail(e);
+    return e;
+  }
+  *committed_at = ts == kServerTimestamp ? *r : ts;
+  if (fresh_ && changes_ == committed_changes_ && value_.empty() &&
+      !n.at.has_value()) {
+    placeholder_timestamp_ = *committed_at;
+  } else {
+    placeholder_timestamp_.reset();
+  }
+  committed_changes_ = changes_;
+  fresh_ = false;
+  committed_once_ = true;
+  pending_timestamp_.reset();
+  uint64_t generation = generation_.fetch_add(1) + 1;
+  if (!n.at.has_value()) {
+    newest_timestamp_ = std::max(*committed_at, newest_timestamp_.value_or(
+                                                    *committed_at));
+    newest_generation_ = generation;
+    if (descriptors_.size() > static_cast<size_t>(writers_)) {
+      committed_ = std::make_shared<const std::string>(value_);
+      committed_generation_ = generation;
+    } else {
+      committed_.reset();
+    }
+  }
+  return FsError::Ok();
+}
+
+FsError OpenCell::CommitAppend(Descriptor* d, int64_t* committed_at) {
+  const Node& n = node_;
+  WriteOptions wo;
+  bool replaced = false;
+  *committed_at = 0;
+  if (placeholder_timestamp_.has_value() && !d->appended.empty()) {
+    // `echo x >> new`: replace the empty placeholder, but only while the
+    // cell still holds nothing (no other appender came).
+    CellCondition still_empty;
+    still_empty.family = n.family;
+    still_empty.qualifier = n.qualifier;
+    still_empty.op = CellCondition::Op::kEquals;
+    RowMutation m(n.row);
+    m.DeleteVersion(n.family, n.qualifier, *placeholder_timestamp_);
+    m.SetCell(n.family, n.qualifier, d->appended);
+    auto r = db_->CheckAndMutate(n.table, n.row, still_empty, m,
+                                 RowMutation(n.row), wo);
+    if (!r.ok()) {
+      FsError e = FsErrorFromStatus(r.status());
+      Fail(e);
+      return e;
+    }
+    replaced = *r;
+  }
+  if (!replaced) {
+    auto r = db_->Append(n.table, n.row, n.family, n.qualifier, d->appended,
+                         wo);
+    if (!r.ok()) {
+      FsError e = FsErrorFromStatus(r.status());
+      Fail(e);
+      return e;
+    }
+    *committed_at = r->timestamp;
+  }
+  if (fresh_ && d->appended.empty() && !replaced) {
+    placeholder_timestamp_ = *committed_at;
+  } else {
+    placeholder_timestamp_.reset();
+  }
+  d->appended.clear();
+  fresh_ = false;
+  committed_once_ = true;
+  // The appended version's timestamp is not known when it replaced the
+  // placeholder: read it again before the next whole-value commit.
+  newest_generation_ = 0;
+  generation_.fetch_add(1);
+  committed_.reset();
+  return FsError::Ok();
+}
+
+std::shared_ptr<OpenCell> OpenCells::Get(uint64_t ino, const Node& node) {
+  MutexLock lock(&mu_);
+  Entry& e = by_ino_[ino];
+  if (!e.cell) {
+    e.cell = std::make_shared<OpenCell>(db_, ino, node, max_value_bytes_);
+  }
+  e.holders++;
+  return e.cell;
+}
+
+void OpenCells::Put(const std::shared_ptr<OpenCell>& cell) {
+  MutexLock lock(&mu_);
+  auto it = by_ino_.find(cell->ino());
+  if (it == by_ino_.end() || it->second.cell != cell) return;
+  if (--it->second.holders == 0) by_ino_.erase(it);
+}
+
+std::shared_ptr<OpenCell> OpenCells::Find(uint64_t ino) {
+  MutexLock lock(&mu_);
+  auto it = by_ino_.find(ino);
+  return it == by_ino_.end() ? nullptr : it->second.cell;
+}
+
+std::vector<std::shared_ptr<OpenCell>> OpenCells::All() {
+  std::vector<std::shared_ptr<OpenCell>> out;
+  MutexLock lock(&mu_);
+  for (auto& [ino, e] : by_ino_) out.push_back(e.cell);
+  return out;
+}
+
+}  // namespace tabletfs::fs

@@ -1,0 +1,287 @@
+// OpenCell: the one open state of a cell that every descriptor of it shares
+// (DESIGN.md "Writing"), and OpenCells, the registry that finds it by inode.
+// This is the write path of cells, in one place.
+//
+// Writers. All descriptors that write a cell share one pending value, as
+// on a local disk, where each writer sees the others' bytes at once. It
+// starts from the newest committed value (empty after O_TRUNC or when the
+// cell is created); random writes and truncates change it. Commit() stores
+// the whole pending value as one new version, stamped at least 1 µs after
+// the newest version the cell has, so that a write always becomes current.
+// The caller (fs/fuse_ops.cc) commits on each close (FLUSH), fsync and
+// msync(MS_SYNC) of a descriptor when something is new, and at RELEASE for
+// what is left (the last unmap of a closed descriptor). A commit never
+// drops bytes another descriptor wrote: there is only one value.
+//
+// Appenders. While no descriptor of the cell reads or writes at an offset,
+// each O_APPEND descriptor keeps only the bytes it appended since its last
+// commit and commits them through the store's atomic append, so appenders
+// in several processes never lose a line. When a descriptor needs the whole
+// value (a plain writer opens, an appender reads), the pending appends are
+// folded into the one pending value and appends go to its end from then on.
+//
+// Refusals. A descriptor whose write was refused (EFBIG, ENOSPC, EIO, or a
+// refused fallocate) commits nothing from then on and its later writes fail
+// with the same errno. When the cell's last commit was the empty value a
+// created or truncated open made before its first write (the shell's `>`
+// closes a dup before writing), the refusal removes that version again: an
+// existing cell keeps its value and a created name is not kept.
+//
+// Readers. A descriptor opened read-only never sees the pending value: each
+// Read() returns bytes of the newest committed version at that moment. The
+// version is cached and read again from the store only after the cell
+// changed (Changed(), called wherever the daemon invalidates the kernel's
+// copy of the inode, and by each commit). A cell removed while open keeps
+// serving what its readers last saw, as an unlinked file does. A reader
+// without the page cache (opened while writers were) keeps the version it
+// started a pass from: it moves to the newest at a read from offset 0 or
+// past the end of its version, so that a read() the kernel splits into
+// several requests, and a sequential pass like `cat`, sees one version,
+// while `tail -f` (reading past the end) follows a growing cell.
+//
+// Thread safety: OpenCells may be used from any thread. Every OpenCell
+// method REQUIRES its mu() except Changed() and the const accessors; the
+// store is called with mu() held (commits of one cell are serialized), so
+// mu() comes before every other fs lock but the registry's (see the lock
+// order in fs/inode_table.h).
+#ifndef TABLETFS_FS_OPEN_CELLS_H_
+#define TABLETFS_FS_OPEN_CELLS_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "fs/errors.h"
+#include "fs/path_map.h"
+#include "store/bigtable.h"
+#include "store/util/mutex.h"
+
+namespace tabletfs::fs {
+
+// The newest committed version of one cell as a caller read it.
+struct CommittedVersion {
+  bool exists = false;
+  int64_t timestamp = 0;
+  std::string value;
+};
+
+class OpenCell {
+ public:
+  enum class Access { kRead, kWrite, kAppend };
+
+  // REQUIRES: `db` outlives the cell. `node` is a cell of the main tree
+  // (Q or Q@T).
+  OpenCell(Bigtable* db, uint64_t ino, Node node, size_t max_value_bytes);
+  OpenCell(const OpenCell&) = delete;
+  OpenCell& operator=(const OpenCell&) = delete;
+
+  uint64_t ino() const { return ino_; }
+  Mutex* mu() RETURN_CAPABILITY(mu_) { return &mu_; }
+
+  // ---- Descriptors ----
+  // Adds a descriptor; returns its id. `newest` is the cell's newest
+  // committed version, read by the caller with mu() held (for Q@T writers:
+  // the version at exactly T). `truncate`: O_TRUNC empties the pending
+  // value. `create`: the open creates the cell (it then commits an empty
+  // value even when nothing is written). `page_cache`: the kernel caches
+  // the descriptor's pages (writers: mappings; readers: see above).
+  uint64_t Attach(Access access, const CommittedVersion& newest, bool truncate,
+                  bool create, bool page_cache) REQUIRES(mu_);
+  // Removes a descriptor (after its last commit).
+  void Detach(uint64_t id) REQUIRES(mu_);
+  bool HasWriters() const REQUIRES(mu_) { return writers_ > 0; }
+  int writers() const REQUIRES(mu_) { return writers_; }
+  bool HasPageCacheWriters() const REQUIRES(mu_) {
+    return page_cache_writers_ > 0;
+  }
+  bool IsWriter(uint64_t id) const REQUIRES(mu_);
+  bool IsPageCache(uint64_t id) const REQUIRES(mu_);
+
+  // ---- Data ----
+  // Reads up to `size` bytes at `offset`: the pending value for a writer,
+  // the newest committed version for a reader.
+  FsError Read(uint64_t id, off_t offset, size_t size, std::string* out)
+      REQUIRES(mu_);
+  // EFBIG past the value limit (the descriptor is then refused).
+  FsError Write(uint64_t id, off_t offset, std::string_view data)
+      REQUIRES(mu_);
+  // Through descriptor `id`, or (id 0) by path while writers are open.
+  FsError Truncate(uint64_t id, uint64_t size) REQUIRES(mu_);
+  // The descriptor's write was refused with `err`: see "Refusals" above.
+  void Refuse(uint64_t id, int err) REQUIRES(mu_);
+  // What a stat shows while writers hold something not committed: the
+  // pending size (the writers' fstat must see their own writes). nullopt
+  // when nothing is pending.
+  std::optional<uint64_t> PendingSize() const REQUIRES(mu_);
+  // The size of the version readers see (nullopt: never loaded).
+  std::optional<uint64_t> CommittedSize() const REQUIRES(mu_);
+  // The size descriptor `id` sees (also after the cell was removed).
+  uint64_t SizeFor(uint64_t id) const REQUIRES(mu_);
+  // The size the next commit would give (for the space check).
+  uint64_t SizeAfterWrite(uint64_t id, off_t offset, size_t size) const
+      REQUIRES(mu_);
+
+  // ---- Commits ----
+  // Whether a commit through `id` is due: something written or truncated
+  // since the last commit (or created and never committed), the
+  // descriptor a writer not refused, the cell not removed.
+  bool NeedsCommit(uint64_t id) const REQUIRES(mu_);
+  // At RELEASE, which the kernel sends after the close returned (and after
+  // the last unmap): only what descriptor `id` wrote since its close (a
+  // mapping's pages written back late) is due, never what other writers
+  // wrote since; they commit at their own close.
+  bool NeedsCommitAtRelease(uint64_t id) const REQUIRES(mu_);
+  // The descriptor's close (FLUSH) or fsync was served: what it wrote so far
+  // is committed or was due at that moment.
+  void Flushed(uint64_t id) REQUIRES(mu_);
+  // Commits for descriptor `id`; on failure the cell's later writes report
+  // EIO. *committed_at gets the new version's timestamp.
+  FsError Commit(uint64_t id, int64_t* committed_at) REQUIRES(mu_);
+
+  // ---- Names ----
+  const Node& node() const REQUIRES(mu_) { return node_; }
+  // The cell was removed (or replaced by a rename onto it) while open:
+  // commit nothing from now on; readers keep what they saw.
+  void Unlinked() REQUIRES(mu_) { unlinked_ = true; }
+  bool unlinked() const REQUIRES(mu_) { return unlinked_; }
+  // The cell was renamed to `to`: later commits go there.
+  void Renamed(Node to) REQUIRES(mu_) {
+    node_ = std::move(to);
+    placeholder_timestamp_.reset();
+  }
+  // The cell was created by an open and is listed from memory until its
+  // last writer closes (fs/ephemeral_dirs.h).
+  void set_listed_while_open(bool listed) REQUIRES(mu_) {
+    listed_while_open_ = listed;
+  }
+  bool listed_while_open() const REQUIRES(mu_) { return listed_while_open_; }
+  // Whether a commit of the cell through this open state ever succeeded.
+  bool committed_once() const REQUIRES(mu_) { return committed_once_; }
+  // A utimensat while data is pending: the time the next commit uses when
+  // it stays newer than the versions below it (cp -a sets times before it
+  // closes).
+  void SetPendingTimestamp(int64_t micros) REQUIRES(mu_) {
+    pending_timestamp_ = micros;
+  }
+  std::optional<int64_t> pending_timestamp() const REQUIRES(mu_) {
+    return pending_timestamp_;
+  }
+  bool HasPending() const REQUIRES(mu_) { return PendingSize().has_value(); }
+
+  // The cell may have changed in the store (any thread, no lock): readers
+  // read it again.
+  void Changed() { generation_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  struct Descriptor {
+    Access access = Access::kRead;
+    bool page_cache = false;
+    bool refused = false;
+    int refused_errno = 0;
+    // Unloaded append mode: the bytes appended since its last commit.
+    std::string appended;
+    // Wrote (or truncated, or created the cell) since its last close.
+    bool wrote = false;
+    // changes_ at its last close.
+    uint64_t seen_changes = 0;
+    // A reader without the page cache: the version it reads.
+    std::shared_ptr<const std::string> pinned;
+  };
+
+  Descriptor* Find(uint64_t id) REQUIRES(mu_);
+  const Descriptor* Find(uint64_t id) const REQUIRES(mu_);
+  // Folds the committed value and the pending appends into value_.
+  void Load(const std::string& committed) REQUIRES(mu_);
+  FsError LoadFromStore() REQUIRES(mu_);
+  // Re-reads the newest committed version for readers when it changed.
+  FsError RefreshCommitted() REQUIRES(mu_);
+  FsError CommitValue(int64_t* committed_at) REQUIRES(mu_);
+  FsError CommitAppend(Descriptor* d, int64_t* committed_at) REQUIRES(mu_);
+  FsError ReadNewest(CommittedVersion* out) REQUIRES(mu_);
+  void Fail(const FsError& e) REQUIRES(mu_) { failed_ = e; }
+
+  Bigtable* const db_;
+  const uint64_t ino_;
+  const size_t max_value_bytes_;
+  std::atomic<uint64_t> generation_{1};
+
+  mutable Mutex mu_;
+  Node node_ GUARDED_BY(mu_);
+  uint64_t next_id_ GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, Descriptor> descriptors_ GUARDED_BY(mu_);
+  int writers_ GUARDED_BY(mu_) = 0;
+  int page_cache_writers_ GUARDED_BY(mu_) = 0;
+
+  // The pending value (valid once loaded_).
+  bool loaded_ GUARDED_BY(mu_) = false;
+  std::string value_ GUARDED_BY(mu_);
+  // Writes and truncates so far, and how many of them are committed.
+  uint64_t changes_ GUARDED_BY(mu_) = 0;
+  uint64_t committed_changes_ GUARDED_BY(mu_) = 0;
+  // Created or truncated and not committed since.
+  bool fresh_ GUARDED_BY(mu_) = false;
+  bool unlinked_ GUARDED_BY(mu_) = false;
+  bool listed_while_open_ GUARDED_BY(mu_) = false;
+  bool committed_once_ GUARDED_BY(mu_) = false;
+  FsError failed_ GUARDED_BY(mu_);
+  std::optional<int64_t> pending_timestamp_ GUARDED_BY(mu_);
+  // The timestamp of the empty version the last commit made for a fresh
+  // open that had written nothing: the next commit replaces it (so
+  // `echo x > new` makes one version) and a refusal removes it.
+  std::optional<int64_t> placeholder_timestamp_ GUARDED_BY(mu_);
+  // Size of the committed value plus the pending appends (unloaded append
+  // mode), so that write() refuses a value past the limit early.
+  uint64_t append_base_ GUARDED_BY(mu_) = 0;
+  // The newest version's timestamp as last known (commits stamp above it).
+  std::optional<int64_t> newest_timestamp_ GUARDED_BY(mu_);
+  uint64_t newest_generation_ GUARDED_BY(mu_) = 0;
+
+  // What readers see: the newest committed version, as of generation
+  // committed_generation_.
+  std::shared_ptr<const std::string> committed_ GUARDED_BY(mu_);
+  uint64_t committed_generation_ GUARDED_BY(mu_) = 0;
+};
+
+class OpenCells {
+ public:
+  OpenCells(Bigtable* db, size_t max_value_bytes)
+      : db_(db), max_value_bytes_(max_value_bytes) {}
+  OpenCells(const OpenCells&) = delete;
+  OpenCells& operator=(const OpenCells&) = delete;
+
+  // The open state of `ino` (made for `node` when none is open), counting
+  // one more holder. Pair with Put().
+  std::shared_ptr<OpenCell> Get(uint64_t ino, const Node& node);
+  void Put(const std::shared_ptr<OpenCell>& cell);
+  // The open state of `ino`, if any (not counted).
+  std::shared_ptr<OpenCell> Find(uint64_t ino);
+  // Every open state (for rename, unlink and unmount).
+  std::vector<std::shared_ptr<OpenCell>> All();
+  // The cell of `ino` may have changed in the store.
+  void Changed(uint64_t ino) {
+    if (auto c = Find(ino)) c->Changed();
+  }
+
+ private:
+  struct Entry {
+    std::shared_ptr<OpenCell> cell;
+    int holders = 0;
+  };
+  Bigtable* const db_;
+  const size_t max_value_bytes_;
+  Mutex mu_;
+  std::unordered_map<uint64_t, Entry> by_ino_ GUARDED_BY(mu_);
+};
+
+}  // namespace tabletfs::fs
+
+#endif  // TABLETFS_FS_OPEN_CELLS_H_

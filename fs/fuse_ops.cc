@@ -858,11 +858,13 @@ FsError Filesystem::CheckSpace(uint64_t bytes) {
     // background work used a little more space meanwhile.
     if (options_.space_reserve_bytes > 0 &&
         free_bytes < options_.space_reserve_bytes + bytes) {
-      return FsError::Of(ENOSPC, "free space of the data directory (" +
-                                     std::to_string(free_bytes) +
-                                     " bytes) is below the reserve plus the " +
-                                     std::to_string(bytes) +
-                                     " bytes to commit");
+      return FsError::Of(
+          ENOSPC, "free space of the data directory (" +
+                      std::to_string(free_bytes) +
+                      " bytes) is below the space reserve of " +
+                      std::to_string(options_.space_reserve_bytes) +
+                      " bytes (-o space_reserve_bytes) plus the " +
+                      std::to_string(bytes) + " bytes to commit");
     }
   }
   return FsError::Ok();

@@ -40,7 +40,7 @@ struct SessionOptions {
   // The store's value limit (Options::max_value_bytes): EFBIG beyond it.
   size_t max_value_bytes = 64u << 20;
   // Below this much free space in the data directory, write() fails with
-  // ENOSPC (Options::space_reserve_bytes).
+  // ENOSPC: the store's reserve in force (DbStats::space_reserve_bytes).
   uint64_t space_reserve_bytes = 64u << 20;
   // The text of `.tabletfs/stats`, from whoever opened the store (the
   // daemon: the engine's DbStats). Empty: the file is empty.

@@ -63,6 +63,14 @@ class WritableFile {
   virtual Status Flush() = 0;
   // Makes everything appended durable (survives power loss).
   virtual Status Sync() = 0;
+  // Makes the bytes that earlier Flush() (or Sync()) calls handed to the OS
+  // durable, leaving buffered bytes alone. The one call that may run while
+  // another thread calls Append() or Flush() on the file (never Close()), so
+  // a background thread can sync a log that writers keep appending to. A
+  // failure is not sticky here; the file's later Sync() fails too, and the
+  // caller must take every byte after its last good sync as lost.
+  // NotSupported by files that cannot (the default).
+  virtual Status SyncFlushed();
   virtual Status Close() = 0;
   // Bytes appended so far, including any the file held when opened.
   virtual uint64_t Size() const = 0;
@@ -123,6 +131,9 @@ class Env {
   // Bytes available to an unprivileged writer on the filesystem holding
   // `path`.
   virtual Result<uint64_t> GetFreeSpace(const std::string &path) = 0;
+  // Total size of the filesystem holding `path` (0: it reports none, as some
+  // FUSE and network filesystems do). NotSupported by default.
+  virtual Result<uint64_t> GetDiskSize(const std::string &path);
 
   // Wall clock, microseconds since the epoch. Tests replace it.
   virtual int64_t NowMicros() = 0;

@@ -2,7 +2,8 @@
 // and to inject errors. The fault model is described in store/doc/env.md.
 //
 // Power loss. The env tracks, per file, how many bytes are synced (appended
-// before the last WritableFile::Sync() of the file), and per directory the
+// before the last WritableFile::Sync() of the file, or flushed before the
+// start of its last SyncFlushed()), and per directory the
 // entry changes (file creation, RenameFile, RemoveFile) not yet followed by
 // SyncDir() of that directory. DropUnsyncedData() rewrites the base env into
 // the state a power loss would leave:
@@ -105,6 +106,8 @@ class FaultInjectionEnv : public Env {
   // The base's answer, or what SetFreeSpace() left when the base is not a
   // MemEnv.
   Result<uint64_t> GetFreeSpace(const std::string& path) override;
+  // The base's answer, or what SetDiskSize() set.
+  Result<uint64_t> GetDiskSize(const std::string& path) override;
   // The base's clock.
   int64_t NowMicros() override;
 
@@ -147,10 +150,14 @@ class FaultInjectionEnv : public Env {
   // beyond them with NoSpace (removals do not give space back).
   void SetFreeSpace(uint64_t bytes) EXCLUDES(mu_);
 
-  // A slow disk: every WritableFile::Sync() whose path contains `target`
-  // (all files when empty) sleeps `micros` before it syncs, without holding
-  // this env's lock, so races that a fast MemEnv hides get time to happen.
-  // 0 turns it off.
+  // The filesystem size GetDiskSize() reports from now on.
+  void SetDiskSize(uint64_t bytes) EXCLUDES(mu_);
+
+  // A slow disk: every WritableFile::Sync() or SyncFlushed() whose path
+  // contains `target` (all files when empty) sleeps `micros` before it
+  // syncs, without holding this env's lock, so races that a fast MemEnv
+  // hides get time to happen. A SyncFlushed() counts as a sync call before
+  // it sleeps. 0 turns it off.
   void SetSyncDelay(uint64_t micros, std::string target = {}) EXCLUDES(mu_);
 
  private:
@@ -190,6 +197,13 @@ class FaultInjectionEnv : public Env {
                     std::string_view data) EXCLUDES(mu_);
   Status FileSync(WritableFile* base, uint64_t id, const std::string& path)
       EXCLUDES(mu_);
+  // WritableFile::SyncFlushed: syncs the `*flushed` bytes that Flush() or
+  // Sync() handed to the base when it begins, the base's sync running
+  // without mu_ (appends may race with it, as on a real disk).
+  Status FileSyncFlushed(WritableFile* base, uint64_t id,
+                         const std::string& path, const uint64_t* flushed)
+      EXCLUDES(mu_);
+  void FileFlushed(WritableFile* base, uint64_t* flushed) EXCLUDES(mu_);
   Result<std::unique_ptr<WritableFile>> OpenWritable(const std::string& path,
                                                      bool truncate)
       EXCLUDES(mu_);
@@ -220,6 +234,7 @@ class FaultInjectionEnv : public Env {
   };
   std::array<std::vector<FailRule>, kNumFaultOps> fail_all_ GUARDED_BY(mu_);
   std::optional<uint64_t> free_space_ GUARDED_BY(mu_);
+  std::optional<uint64_t> disk_size_ GUARDED_BY(mu_);
   uint64_t sync_delay_micros_ GUARDED_BY(mu_) = 0;
   std::string sync_delay_target_ GUARDED_BY(mu_);
 

@@ -4,6 +4,7 @@
 #ifndef TABLETFS_STORE_OPTIONS_H_
 #define TABLETFS_STORE_OPTIONS_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -60,8 +61,20 @@ struct Options {
 
   // Writes that add data fail with NoSpace while the free space of the
   // data directory's filesystem is below this; deletes and compaction may
-  // use the reserve.
-  uint64_t space_reserve_bytes = 64u << 20;
+  // use the reserve. Unset: 1/32 of the filesystem's size (about 3%, as
+  // ext4 keeps 5% for root), at most 64 MiB; none on a filesystem that
+  // reports a size of 0 (some FUSE and network filesystems), which then
+  // refuses writes only when the disk itself is full. DbStats names the
+  // reserve in force.
+  std::optional<uint64_t> space_reserve_bytes;
+
+  // The commit interval (ext4's commit=): a background thread syncs the log
+  // this often when anything was written since its last sync, so a write
+  // acknowledged without WriteOptions::sync survives power loss once this
+  // much time has passed, and what survives is always a prefix of the
+  // writes. Writers never wait for it. 0: off (only synced writes, Sync(),
+  // flushes, schema changes and closing make the log durable).
+  std::chrono::milliseconds commit_interval{5000};
 
   // A tablet splits (at a middle row) once its data passes this many bytes;
   // adjacent tablets merge when together under a quarter of it
@@ -70,8 +83,10 @@ struct Options {
 };
 
 struct WriteOptions {
-  // false: the write survives a crash of the process once acknowledged.
-  // true: it survives power loss too (the log is synced before returning).
+  // false: the write survives a crash of the process once acknowledged,
+  // and power loss once Options::commit_interval has passed.
+  // true: it survives power loss at once (the log is synced before
+  // returning).
   bool sync = false;
 };
 

@@ -33,6 +33,9 @@ std::string DbStats::ToString() const {
     out << "write_amplification 0\n";
   }
   out << "log_syncs " << log_syncs << "\n";
+  out << "commit_syncs " << commit_syncs << "\n";
+  out << "log_unsynced_bytes " << log_unsynced_bytes << "\n";
+  out << "space_reserve_bytes " << space_reserve_bytes << "\n";
   out << "block_cache_hits " << block_cache_hits << "\n";
   out << "block_cache_misses " << block_cache_misses << "\n";
   uint64_t lookups = block_cache_hits + block_cache_misses;

@@ -28,7 +28,15 @@ struct DbStats {
   uint64_t compactions_pending = 0;
   uint64_t bytes_written_by_user = 0;  // keys + values applied
   uint64_t bytes_written_to_disk = 0;  // log + flush + compaction output
+  // Syncs of the log a write, Sync(), a log switch, a flush or a schema
+  // change asked for; and those of the commit interval.
   uint64_t log_syncs = 0;
+  uint64_t commit_syncs = 0;
+  // Bytes of the current log not yet synced: acknowledged writes that a
+  // power cut now could lose (0 once the commit interval has passed).
+  uint64_t log_unsynced_bytes = 0;
+  // Writes that add data fail below this much free space (Options).
+  uint64_t space_reserve_bytes = 0;
   uint64_t block_cache_hits = 0;
   uint64_t block_cache_misses = 0;
   uint64_t bloom_useful = 0;  // lookups a filter answered

@@ -65,6 +65,18 @@ bool ParseOption(const std::string& opt, DaemonArgs* out, std::string* error) {
   if (key == "tablet_split_bytes") return bytes(&out->tablet_split_bytes);
   if (key == "max_value_bytes") return bytes(&out->max_value_bytes);
   if (key == "space_reserve_bytes") return bytes(&out->space_reserve_bytes);
+  if (key == "commit") {
+    // Whole seconds, as ext4's commit= (a day at most, so the interval
+    // cannot overflow the store's milliseconds).
+    uint64_t v;
+    if (!ParseUnsigned(value, &v) || v > 86400) {
+      *error = "option commit wants whole seconds from 0 to 86400, not '" +
+               value + "'";
+      return false;
+    }
+    out->commit_seconds = v;
+    return true;
+  }
   if (key == "debug") {
     out->debug = true;
     out->foreground = true;
@@ -157,7 +169,11 @@ std::string Usage(const std::string& program) {
          "        memtable_bytes=N       memtable size before a flush\n"
          "        tablet_split_bytes=N   tablet size before a split\n"
          "        max_value_bytes=N      largest value (EFBIG beyond)\n"
-         "        space_reserve_bytes=N  writes fail with ENOSPC below this\n"
+         "        space_reserve_bytes=N  writes fail with ENOSPC below this free\n"
+         "                               space (default 1/32 of the disk, at\n"
+         "                               most 64 MiB)\n"
+         "        commit=SECONDS         closed files survive a power cut after\n"
+         "                               this long (default 5; 0: only fsync)\n"
          "        and the FUSE options below\n";
 }
 

@@ -7,7 +7,8 @@
 //     -o opt[,opt]   FUSE options (allow_other, ...) and ours:
 //                    entry_timeout=SECONDS, attr_timeout=SECONDS,
 //                    memtable_bytes=N, tablet_split_bytes=N,
-//                    max_value_bytes=N, space_reserve_bytes=N
+//                    max_value_bytes=N, space_reserve_bytes=N,
+//                    commit=SECONDS
 //     -h, --help     -V, --version
 //
 // Options that mount(8) and mount.fuse3 pass for every mount and that mean
@@ -41,6 +42,8 @@ struct DaemonArgs {
   std::optional<uint64_t> tablet_split_bytes;
   std::optional<uint64_t> max_value_bytes;
   std::optional<uint64_t> space_reserve_bytes;
+  // The commit interval (ext4's commit=): 0 turns it off.
+  std::optional<uint64_t> commit_seconds;
 };
 
 // Parses argv (argv[0] is the program). Returns false with *error set to a

@@ -5,6 +5,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -88,6 +89,9 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
   if (args.space_reserve_bytes) {
     options.space_reserve_bytes = *args.space_reserve_bytes;
   }
+  if (args.commit_seconds) {
+    options.commit_interval = std::chrono::seconds(*args.commit_seconds);
+  }
   auto db = DB::Open(options, datadir);
   if (!db.ok()) {
     fs::Log(LogLevel::kError,
@@ -105,7 +109,8 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
   so.entry_timeout = args.entry_timeout;
   so.attr_timeout = args.attr_timeout;
   so.max_value_bytes = options.max_value_bytes;
-  so.space_reserve_bytes = options.space_reserve_bytes;
+  // The reserve the store resolved (scaled with the disk when not set).
+  so.space_reserve_bytes = (*db)->GetStats().space_reserve_bytes;
   so.stats_text = [engine = db->get()] {
     return engine->GetStats().ToString();
   };

@@ -1,6 +1,7 @@
 #include "mount/daemon/test_faults.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -79,8 +80,9 @@ void TestFaults::Run() {
 }
 
 Status TestFaults::Apply(const std::string& text, FaultInjectionEnv* env,
-                         std::string* summary) {
+                         std::string* summary, bool* power_cut) {
   env->ClearFaults();
+  bool cut = false;
   struct Rule {
     FaultOp op;
     bool nospace;
@@ -99,6 +101,10 @@ Status TestFaults::Apply(const std::string& text, FaultInjectionEnv* env,
     std::vector<std::string> w;
     for (std::string word; words >> word;) w.push_back(word);
     if (w.empty()) continue;
+    if (w.size() == 1 && w[0] == "powercut") {
+      cut = true;
+      continue;
+    }
     Rule rule{FaultOp::kRead, false, ""};
     size_t i = 0;
     if (w[0] == "nospace") {
@@ -126,7 +132,9 @@ Status TestFaults::Apply(const std::string& text, FaultInjectionEnv* env,
     summary->append(FaultOpName(rule.op));
     if (!rule.target.empty()) summary->append(" " + rule.target);
   }
+  if (cut) summary->append(summary->empty() ? "powercut" : ", powercut");
   if (summary->empty()) *summary = "none";
+  if (power_cut != nullptr) *power_cut = cut;
   return Status::OK();
 }
 
@@ -139,7 +147,8 @@ void TestFaults::Load() {
     text = ss.str();
   }
   std::string summary;
-  Status s = Apply(text, &env_, &summary);
+  bool power_cut = false;
+  Status s = Apply(text, &env_, &summary, &power_cut);
   ++loads_;
   if (s.ok()) {
     fs::Log(LogLevel::kWarning, "test hook: faults now: " + summary);
@@ -148,6 +157,22 @@ void TestFaults::Load() {
                                   s.ToString() + "; no faults now");
   }
   WriteState(s.ok() ? "" : s.ToString());
+  if (s.ok() && power_cut) PowerCut();
+}
+
+void TestFaults::PowerCut() {
+  // The store's threads go on running until the exit, but the env refuses
+  // every write from here on, so nothing reaches the disk after the drop.
+  env_.SetFilesystemActive(false);
+  Status s = env_.DropUnsyncedData();
+  fs::Log(s.ok() ? LogLevel::kWarning : LogLevel::kError,
+          "test hook: power cut: " +
+              (s.ok() ? std::string("unsynced data dropped") : s.ToString()) +
+              "; exiting");
+  WriteState(s.ok() ? "" : s.ToString());
+  // No destructor, no unmount, no final sync: what a power cut allows.
+  std::fflush(nullptr);
+  _exit(s.ok() ? 0 : 1);
 }
 
 void TestFaults::WriteState(const std::string& error) {

@@ -11,6 +11,12 @@
 // ignored; a missing file means no faults):
 //   OP [TARGET]          every call of OP fails with IOError
 //   nospace OP [TARGET]  every call of OP fails with NoSpace
+//   powercut             a power cut, at once: every later write fails,
+//                        every byte and directory entry not yet synced is
+//                        dropped from the data directory (as the page
+//                        cache is at power loss), and the daemon exits
+//                        with status 0 without unmounting or syncing
+//                        (the mount then answers ENOTCONN until unmounted)
 // OP is a FaultOp name: read, append, flush, sync, rename, remove, create,
 // syncdir, lock, truncate, open, close. TARGET limits the rule to the calls
 // whose operand (the path; "FROM -> TO" for a rename) contains it, e.g.
@@ -65,13 +71,16 @@ class TestFaults {
 
   // Parses control-file text into `env` (after clearing its faults).
   // InvalidArgument naming the line for a bad rule (the env is then left
-  // without faults). *summary gets the rules, "none" when there are none.
+  // without faults). *summary gets the rules, "none" when there are none;
+  // *power_cut (when not null) whether the text asks for a power cut.
   static Status Apply(const std::string& text, FaultInjectionEnv* env,
-                      std::string* summary);
+                      std::string* summary, bool* power_cut = nullptr);
 
  private:
   // Reads the control file, applies it, logs and writes the state file.
   void Load();
+  // Drops what is not synced and ends the process (the `powercut` rule).
+  [[noreturn]] void PowerCut();
   void WriteState(const std::string& error);
   // Waits for SIGUSR2 (blocked in every thread) and reloads, until stopped.
   void Run();

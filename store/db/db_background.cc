@@ -241,6 +241,7 @@ void DBImpl::RollLogAfterFailure() {
   }
   {
     MutexLock lg(&log_mu_);
+    AwaitLogIdle();  // a commit may be syncing the failed log
     log_ = std::make_unique<LogWriter>(std::move(*file));
     log_synced_bytes_ = 0;
   }
@@ -269,6 +270,7 @@ Status DBImpl::SwitchLog() {
   Status s;
   {
     MutexLock lg(&log_mu_);
+    AwaitLogIdle();  // a commit may be syncing the old log
     s = log_->Sync();
     if (s.ok()) s = log_->Close();
     if (s.ok()) {
@@ -435,6 +437,9 @@ Status DBImpl::SyncOrFlushRequest(bool flush_memtable) {
 
 void DBImpl::StartBackground() {
   bg_thread_ = std::thread([this] { BackgroundLoop(); });
+  if (options_.commit_interval.count() > 0) {
+    commit_thread_ = std::thread([this] { CommitLoop(); });
+  }
 }
 
 void DBImpl::StopBackground() {
@@ -442,9 +447,110 @@ void DBImpl::StopBackground() {
     MutexLock l(&mu_);
     shutting_down_ = true;
     bg_cv_.SignalAll();
+    commit_cv_.SignalAll();
   }
   if (bg_thread_.joinable()) bg_thread_.join();
+  if (commit_thread_.joinable()) commit_thread_.join();
   closing_.store(true);
+}
+
+// ---------------------------------------------------------------------------
+// The commit interval
+// ---------------------------------------------------------------------------
+
+void DBImpl::CommitLoop() {
+  // Ticks on a fixed schedule (not "interval after the last sync"), so a
+  // write waits at most one interval plus one sync for its commit.
+  using Clock = std::chrono::steady_clock;
+  const auto interval = std::chrono::duration_cast<Clock::duration>(
+      options_.commit_interval);
+  Clock::time_point next = Clock::now() + interval;
+  MutexLock l(&mu_);
+  while (!shutting_down_) {
+    Clock::time_point now = Clock::now();
+    if (now < next) {
+      AwaitFor(&commit_cv_,
+               std::chrono::duration_cast<std::chrono::microseconds>(next -
+                                                                     now) +
+                   std::chrono::microseconds(1));
+      continue;  // shutting down, or woken early: look again
+    }
+    // Behind (a slow sync, a stopped process): the next tick is an interval
+    // from now, not a burst of missed ones.
+    next = std::max(next + interval, now);
+    mu_.Unlock();
+    CommitLog().IgnoreError();  // sticky in bg_error_ and logged
+    mu_.Lock();
+  }
+}
+
+Status DBImpl::CommitLog() {
+  {
+    MutexLock l(&mu_);
+    // After a failure the log's durability is unknown: nothing to promise.
+    if (!bg_error_.ok()) return bg_error_;
+  }
+  bool synced = false;
+  Status s = SyncLogConcurrently(&synced);
+  MutexLock l(&mu_);
+  if (!s.ok()) {
+    // As for any failed sync: what the log holds past its last good sync
+    // may be gone, so nothing more is acknowledged (LevelDB's bg_error_).
+    if (bg_error_.ok()) bg_error_ = s.WithContext("commit interval");
+    Log(LogLevel::kError, "log sync failed: " + s.ToString());
+    return bg_error_;
+  }
+  if (synced) ++stat_commit_syncs_;
+  return Status::OK();
+}
+
+Status DBImpl::SyncLogBeforeSchemaEdit() {
+  bool synced = false;
+  Status s = SyncLogConcurrently(&synced);
+  MutexLock l(&mu_);
+  if (!s.ok()) {
+    if (bg_error_.ok()) {
+      bg_error_ = s.WithContext("syncing the log before a schema change");
+    }
+    Log(LogLevel::kError, "log sync failed: " + s.ToString());
+    return bg_error_;
+  }
+  if (synced) ++stat_log_syncs_;
+  return Status::OK();
+}
+
+Status DBImpl::SyncLogConcurrently(bool* synced) {
+  *synced = false;
+  LogWriter* log;
+  uint64_t target;
+  {
+    MutexLock lg(&log_mu_);
+    AwaitLogIdle();  // one such sync at a time
+    if (log_ == nullptr || log_->size() <= log_synced_bytes_) {
+      return Status::OK();
+    }
+    // Every acknowledged write is in log_ up to here, flushed to the OS by
+    // its leader (or in an older log, synced when it was switched).
+    log = log_.get();
+    target = log_->size();
+    log_syncing_ = true;
+  }
+  // The leader may append to `log` meanwhile; SwitchLog and
+  // RollLogAfterFailure wait for log_syncing_ before closing it.
+  Status s = log->SyncFlushed();
+  MutexLock lg(&log_mu_);
+  log_syncing_ = false;
+  log_idle_cv_.SignalAll();
+  if (s.IsNotSupported()) {
+    // An Env whose files cannot sync beside a writer: sync under log_mu_,
+    // the leader waiting.
+    target = log_->size();
+    s = log_->Sync();
+  }
+  if (!s.ok()) return s;
+  log_synced_bytes_ = std::max(log_synced_bytes_, target);
+  *synced = true;
+  return Status::OK();
 }
 
 bool DBImpl::NeedsCompaction() {
@@ -1168,6 +1274,14 @@ DbStats DBImpl::GetStats() {
   s.bytes_written_by_user = stat_bytes_user_;
   s.bytes_written_to_disk = stat_bytes_disk_;
   s.log_syncs = stat_log_syncs_;
+  s.commit_syncs = stat_commit_syncs_;
+  s.space_reserve_bytes = space_reserve_;
+  {
+    MutexLock lg(&log_mu_);
+    if (log_ != nullptr && log_->size() > log_synced_bytes_) {
+      s.log_unsynced_bytes = log_->size() - log_synced_bytes_;
+    }
+  }
   s.block_cache_hits = block_cache_->hits();
   s.block_cache_misses = block_cache_->misses();
   s.bloom_useful = stat_bloom_useful_.load(std::memory_order_relaxed);

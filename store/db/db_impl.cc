@@ -145,6 +145,7 @@ Status DBImpl::OpenAndRecover() {
     if (!lock.ok()) return lock.status().WithContext("opening " + dir_);
     lock_ = std::move(*lock);
   }
+  space_reserve_ = ResolveSpaceReserve();
   bool exists = env_->FileExists(dir_ + "/CURRENT");
   if (!exists && !options_.create_if_missing) {
     return Status::NotFound("no database (CURRENT missing)", dir_);
@@ -538,6 +539,7 @@ Status DBImpl::CreateTable(std::string_view table) {
     edit.created_tables.push_back({next_schema_id_, std::string(table)});
     edit.next_schema_id = next_schema_id_ + 1;
   }
+  TABLETFS_RETURN_IF_ERROR(SyncLogBeforeSchemaEdit());
   TABLETFS_RETURN_IF_ERROR(LogEdit(edit));
   MutexLock l(&mu_);
   return ApplyEdit(edit);
@@ -552,6 +554,7 @@ Status DBImpl::DeleteTable(std::string_view table) {
     if (it == tables_.end()) return Status::NotFound("no such table", table);
     edit.dropped_tables.push_back(it->second->id);
   }
+  TABLETFS_RETURN_IF_ERROR(SyncLogBeforeSchemaEdit());
   TABLETFS_RETURN_IF_ERROR(LogEdit(edit));
   MutexLock l(&mu_);
   return ApplyEdit(edit);
@@ -586,6 +589,7 @@ Status DBImpl::CreateFamily(std::string_view table, std::string_view family,
     edit.families.emplace_back(true, r);
     edit.next_schema_id = next_schema_id_ + 1;
   }
+  TABLETFS_RETURN_IF_ERROR(SyncLogBeforeSchemaEdit());
   TABLETFS_RETURN_IF_ERROR(LogEdit(edit));
   MutexLock l(&mu_);
   return ApplyEdit(edit);
@@ -613,6 +617,7 @@ Status DBImpl::UpdateFamily(std::string_view table, std::string_view family,
     r.since = last_seq_ + 1;
     edit.families.emplace_back(false, r);
   }
+  TABLETFS_RETURN_IF_ERROR(SyncLogBeforeSchemaEdit());
   TABLETFS_RETURN_IF_ERROR(LogEdit(edit));
   MutexLock l(&mu_);
   return ApplyEdit(edit);
@@ -632,6 +637,7 @@ Status DBImpl::DeleteFamily(std::string_view table, std::string_view family) {
     }
     edit.dropped_families.emplace_back(it->second->id, fs->id);
   }
+  TABLETFS_RETURN_IF_ERROR(SyncLogBeforeSchemaEdit());
   TABLETFS_RETURN_IF_ERROR(LogEdit(edit));
   MutexLock l(&mu_);
   return ApplyEdit(edit);
@@ -695,23 +701,53 @@ Status DBImpl::ValidateMutation(const TableState& table,
   return Status::OK();
 }
 
+uint64_t DBImpl::ResolveSpaceReserve() {
+  constexpr uint64_t kMaxDefaultReserve = 64u << 20;
+  if (options_.space_reserve_bytes.has_value()) {
+    Log(LogLevel::kInfo, "space reserve: " +
+                             std::to_string(*options_.space_reserve_bytes) +
+                             " bytes (space_reserve_bytes)");
+    return *options_.space_reserve_bytes;
+  }
+  Result<uint64_t> size = env_->GetDiskSize(dir_);
+  if (!size.ok()) {
+    // Unknown (an Env without sizes): the largest default, as before sizes
+    // were looked at.
+    Log(LogLevel::kInfo, "space reserve: " + std::to_string(kMaxDefaultReserve) +
+                             " bytes (filesystem size unknown: " +
+                             size.status().ToString() + ")");
+    return kMaxDefaultReserve;
+  }
+  // A few percent, like ext4's root reserve, so a small disk is not all
+  // reserve; a filesystem that reports no size at all gets none: writes
+  // then fail only with the disk's own ENOSPC.
+  uint64_t reserve = std::min(kMaxDefaultReserve, *size / 32);
+  Log(LogLevel::kInfo,
+      "space reserve: " + std::to_string(reserve) + " bytes (" +
+          (*size == 0 ? std::string("the filesystem reports no size")
+                      : "1/32 of the " + std::to_string(*size) +
+                            "-byte filesystem, at most 64 MiB") +
+          "; set it with space_reserve_bytes)");
+  return reserve;
+}
+
 Status DBImpl::CheckSpace(const RowMutation& m, bool* reclaim) {
   *reclaim = false;
-  if (options_.space_reserve_bytes == 0) return Status::OK();
+  if (space_reserve_ == 0) return Status::OK();
   Result<uint64_t> free_space = env_->GetFreeSpace(dir_);
   if (!AddsData(m)) {
     // A delete always goes in (the reserve is for it). Short of space (less
     // than twice the reserve free: writers are refused a little before the
     // reserve is reached) it also asks for the space of what it deletes.
-    *reclaim =
-        free_space.ok() && *free_space / 2 < options_.space_reserve_bytes;
+    *reclaim = free_space.ok() && *free_space / 2 < space_reserve_;
     return Status::OK();
   }
   if (!free_space.ok()) return free_space.status();
-  if (*free_space < options_.space_reserve_bytes) {
+  if (*free_space < space_reserve_) {
     return Status::NoSpace("free space " + std::to_string(*free_space) +
-                               " bytes is below the reserve of " +
-                               std::to_string(options_.space_reserve_bytes),
+                               " bytes is below the space reserve of " +
+                               std::to_string(space_reserve_) +
+                               " bytes (option space_reserve_bytes)",
                            dir_);
   }
   return Status::OK();

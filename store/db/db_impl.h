@@ -17,6 +17,10 @@
 // operations and Apply serialize per row through row_locks_ (a striped
 // lock), so Append / Increment / CheckAndMutate see no interleaved write to
 // their row. Schema changes serialize through schema_mu_, taken before mu_.
+// The commit thread (Options::commit_interval) syncs the log beside the
+// writers: it holds log_mu_ only to pick the log and to record the result,
+// never across the sync, and a log is closed or replaced only while no such
+// sync runs (log_syncing_).
 #ifndef TABLETFS_STORE_DB_DB_IMPL_H_
 #define TABLETFS_STORE_DB_DB_IMPL_H_
 
@@ -108,6 +112,12 @@ class DBImpl final : public DB {
 
   // For SnapshotImpl.
   void ReleaseSnapshot(uint64_t seq) EXCLUDES(mu_);
+
+  // What the commit thread does once per interval, run now on the caller's
+  // thread (tests drive the interval with it, without waiting for time to
+  // pass): syncs the log when anything was written since its last sync.
+  // A failure is sticky (BackgroundError).
+  Status CommitForTesting() EXCLUDES(mu_, log_mu_) { return CommitLog(); }
 
  private:
   // A queued write (mutation != nullptr) or sync / flush request.
@@ -281,6 +291,29 @@ class DBImpl final : public DB {
   std::shared_ptr<Tablet> NextFlush() REQUIRES(mu_);
   // Flushes t->imm.front() (unlocks mu_ while writing).
   Status FlushImmutable(std::shared_ptr<Tablet> t) REQUIRES(mu_);
+  // The commit thread: CommitLog() every options_.commit_interval until
+  // shutdown.
+  void CommitLoop() EXCLUDES(mu_);
+  // Syncs the log when anything was written since its last sync, without
+  // holding mu_ or log_mu_ across the sync (SyncLogConcurrently); a failure
+  // is sticky.
+  Status CommitLog() EXCLUDES(mu_, log_mu_);
+  // Makes every record in the log so far durable, writers appending on
+  // meanwhile. *synced: whether it synced (false: nothing new). Not sticky
+  // by itself: the caller records a failure.
+  Status SyncLogConcurrently(bool* synced) EXCLUDES(mu_, log_mu_);
+  // Waits until no SyncLogConcurrently is syncing log_, so it may be
+  // closed or replaced.
+  void AwaitLogIdle() REQUIRES(log_mu_) NO_THREAD_SAFETY_ANALYSIS {
+    while (log_syncing_) log_idle_cv_.Wait();
+  }
+  // Schema changes: the log is synced before their manifest edit, so a
+  // change never survives a power cut that loses a write acknowledged
+  // before it (what survives is a prefix).
+  Status SyncLogBeforeSchemaEdit() EXCLUDES(mu_, log_mu_);
+  // The space reserve in force: options_.space_reserve_bytes, or scaled
+  // with the size of the data directory's filesystem (see options.h).
+  uint64_t ResolveSpaceReserve();
   // Syncs the log before a flush's manifest edit makes a memtable durable,
   // so that whatever survives a power loss is a prefix of the writes across
   // tablets (store/doc/tablets.md). Sets *synced when it synced.
@@ -378,6 +411,10 @@ class DBImpl final : public DB {
   Status bg_error_ GUARDED_BY(mu_);
   std::thread bg_thread_;
   CondVar bg_cv_{&mu_};    // wakes the background thread
+  std::thread commit_thread_;
+  CondVar commit_cv_{&mu_};  // wakes the commit thread at shutdown
+  // Set at open, before any thread starts; read-only afterwards.
+  uint64_t space_reserve_ = 0;
   // Tablets to compact because data was deleted below the space reserve;
   // true once the tablet's memtable was frozen for it.
   std::map<uint32_t, bool> reclaim_ GUARDED_BY(mu_);
@@ -405,6 +442,10 @@ class DBImpl final : public DB {
   std::unique_ptr<LogWriter> log_ GUARDED_BY(log_mu_);
   // Bytes of log_ known to be synced.
   uint64_t log_synced_bytes_ GUARDED_BY(log_mu_) = 0;
+  // A SyncLogConcurrently is syncing log_ without log_mu_: log_ must not be
+  // closed or replaced until it ends (log_idle_cv_).
+  bool log_syncing_ GUARDED_BY(log_mu_) = false;
+  CondVar log_idle_cv_{&log_mu_};
   uint64_t log_file_bytes_ GUARDED_BY(mu_) = 0;
 
   static constexpr int kRowLockStripes = 64;
@@ -414,6 +455,7 @@ class DBImpl final : public DB {
   uint64_t stat_bytes_user_ GUARDED_BY(mu_) = 0;
   uint64_t stat_bytes_disk_ GUARDED_BY(mu_) = 0;
   uint64_t stat_log_syncs_ GUARDED_BY(mu_) = 0;
+  uint64_t stat_commit_syncs_ GUARDED_BY(mu_) = 0;
   uint64_t stat_flushes_ GUARDED_BY(mu_) = 0;
   uint64_t stat_compactions_ GUARDED_BY(mu_) = 0;
   uint64_t stat_write_stalls_ GUARDED_BY(mu_) = 0;

@@ -98,9 +98,18 @@ class FaultInjectionEnv::FaultWritableFile final : public WritableFile {
   }
   Status Flush() override {
     TABLETFS_RETURN_IF_ERROR(env_->FileOp(FaultOp::kFlush, "flush " + path_));
-    return base_->Flush();
+    TABLETFS_RETURN_IF_ERROR(base_->Flush());
+    env_->FileFlushed(base_.get(), &flushed_);
+    return Status::OK();
   }
-  Status Sync() override { return env_->FileSync(base_.get(), id_, path_); }
+  Status Sync() override {
+    TABLETFS_RETURN_IF_ERROR(env_->FileSync(base_.get(), id_, path_));
+    env_->FileFlushed(base_.get(), &flushed_);
+    return Status::OK();
+  }
+  Status SyncFlushed() override {
+    return env_->FileSyncFlushed(base_.get(), id_, path_, &flushed_);
+  }
   Status Close() override {
     TABLETFS_RETURN_IF_ERROR(env_->FileOp(FaultOp::kClose, "close " + path_));
     return base_->Close();
@@ -112,6 +121,9 @@ class FaultInjectionEnv::FaultWritableFile final : public WritableFile {
   const std::string path_;
   const uint64_t id_;
   const std::unique_ptr<WritableFile> base_;
+  // Bytes handed to the base by Flush() or Sync(): what SyncFlushed()
+  // covers. Guarded by the env's mu_.
+  uint64_t flushed_ = 0;
 };
 
 FaultInjectionEnv::FaultInjectionEnv(Env* base)
@@ -206,6 +218,39 @@ Status FaultInjectionEnv::FileSync(WritableFile* base, uint64_t id,
   // an id the model no longer knows, and its file counts as synced anyway.
   auto it = files_.find(id);
   if (it != files_.end()) it->second.synced_size = base->Size();
+  return Status::OK();
+}
+
+void FaultInjectionEnv::FileFlushed(WritableFile* base, uint64_t* flushed) {
+  MutexLock lock(&mu_);
+  *flushed = base->Size();
+}
+
+Status FaultInjectionEnv::FileSyncFlushed(WritableFile* base, uint64_t id,
+                                          const std::string& path,
+                                          const uint64_t* flushed) {
+  // What was flushed when the sync began is what it covers: appends that
+  // race with it may or may not reach the disk, so the model says not. The
+  // call is counted before the delay, so a test can tell that a sync is
+  // under way (CallCount) while it sleeps.
+  uint64_t covered;
+  uint64_t delay = 0;
+  {
+    MutexLock lock(&mu_);
+    TABLETFS_RETURN_IF_ERROR(BeginOpLocked(FaultOp::kSync, "sync " + path));
+    covered = *flushed;
+    if (path.find(sync_delay_target_) != std::string::npos) {
+      delay = sync_delay_micros_;
+    }
+  }
+  if (delay > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay));
+  // Without mu_, as a real fdatasync runs beside the writer's appends.
+  TABLETFS_RETURN_IF_ERROR(base->SyncFlushed());
+  MutexLock lock(&mu_);
+  auto it = files_.find(id);
+  if (it != files_.end()) {
+    it->second.synced_size = std::max(it->second.synced_size, covered);
+  }
   return Status::OK();
 }
 
@@ -451,6 +496,19 @@ Result<uint64_t> FaultInjectionEnv::GetFreeSpace(const std::string& path) {
     if (free_space_.has_value()) return *free_space_;
   }
   return base_->GetFreeSpace(path);
+}
+
+Result<uint64_t> FaultInjectionEnv::GetDiskSize(const std::string& path) {
+  {
+    MutexLock lock(&mu_);
+    if (disk_size_.has_value()) return *disk_size_;
+  }
+  return base_->GetDiskSize(path);
+}
+
+void FaultInjectionEnv::SetDiskSize(uint64_t bytes) {
+  MutexLock lock(&mu_);
+  disk_size_ = bytes;
 }
 
 int64_t FaultInjectionEnv::NowMicros() { return base_->NowMicros(); }

@@ -105,6 +105,9 @@ class MemWritableFile final : public WritableFile {
   }
   Status Flush() override { return closed_ ? Closed("flush") : Status::OK(); }
   Status Sync() override { return closed_ ? Closed("sync") : Status::OK(); }
+  Status SyncFlushed() override {
+    return closed_ ? Closed("sync") : Status::OK();
+  }
   Status Close() override {
     closed_ = true;
     return Status::OK();

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -248,6 +249,9 @@ class PosixWritableFile final : public WritableFile {
 
   Status Sync() override {
     if (!fd_.valid()) return ClosedError("sync");
+    if (int err = flushed_sync_errno_.load(); err != 0) {
+      return Fail(PosixError("fdatasync", path_, err));
+    }
     TABLETFS_RETURN_IF_ERROR(FlushBuffer());
     // fdatasync covers the data and the size; the directory entry of a new
     // file is the caller's business (SyncDir).
@@ -256,6 +260,22 @@ class PosixWritableFile final : public WritableFile {
       r = ::fdatasync(fd_.get());
     } while (r < 0 && errno == EINTR);
     if (r < 0) return Fail(PosixError("fdatasync", path_, errno));
+    return Status::OK();
+  }
+
+  // Touches only the descriptor (never the buffer or error_, which the
+  // appending thread owns) and the atomic that makes a failure sticky.
+  Status SyncFlushed() override {
+    if (!fd_.valid()) return ClosedError("sync");
+    int r;
+    do {
+      r = ::fdatasync(fd_.get());
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) {
+      int err = errno;
+      flushed_sync_errno_.store(err);
+      return PosixError("fdatasync", path_, err);
+    }
     return Status::OK();
   }
 
@@ -304,6 +324,8 @@ class PosixWritableFile final : public WritableFile {
   std::string buffer_;
   uint64_t size_;
   Status error_;  // Sticky: the first write or sync error.
+  // A failed SyncFlushed(), made sticky by the next Sync().
+  std::atomic<int> flushed_sync_errno_{0};
 };
 
 // Paths locked by this process. flock(2) already refuses a second lock taken
@@ -537,6 +559,17 @@ class PosixEnv final : public Env {
     } while (r < 0 && errno == EINTR);
     if (r < 0) return PosixError("statvfs", path, errno);
     return static_cast<uint64_t>(st.f_bavail) *
+           static_cast<uint64_t>(st.f_frsize);
+  }
+
+  Result<uint64_t> GetDiskSize(const std::string& path) override {
+    struct statvfs st;
+    int r;
+    do {
+      r = ::statvfs(path.c_str(), &st);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) return PosixError("statvfs", path, errno);
+    return static_cast<uint64_t>(st.f_blocks) *
            static_cast<uint64_t>(st.f_frsize);
   }
 

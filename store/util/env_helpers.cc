@@ -1,3 +1,4 @@
+// The default WritableFile::SyncFlushed and Env::GetDiskSize, and
 // WriteStringToFile and ReadFileToString (declared in store/env.h).
 
 #include <memory>
@@ -7,6 +8,14 @@
 #include "store/env.h"
 
 namespace tabletfs {
+
+Status WritableFile::SyncFlushed() {
+  return Status::NotSupported("this file cannot sync while being written");
+}
+
+Result<uint64_t> Env::GetDiskSize(const std::string& path) {
+  return Status::NotSupported("filesystem size unknown", path);
+}
 
 Status WriteStringToFile(Env* env, std::string_view data,
                          const std::string& path, bool sync) {

@@ -110,6 +110,13 @@ Status LogWriter::Sync() {
   return s;
 }
 
+Status LogWriter::SyncFlushed() {
+  // Reads no member the appending thread writes: only file_, set once.
+  Status s = file_->SyncFlushed();
+  if (!s.ok()) return s.WithContext("log writer: sync");
+  return s;
+}
+
 Status LogWriter::Close() {
   if (closed_) return error_;
   closed_ = true;

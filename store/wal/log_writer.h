@@ -11,8 +11,8 @@
 // The owner must continue in a new log file; the partial record at the end of
 // this one reads back as a torn tail (see LogReader).
 //
-// Thread safety: not thread-safe. The engine's write queue serializes all
-// calls.
+// Thread safety: not thread-safe, but for SyncFlushed(). The engine's write
+// queue serializes all other calls.
 #ifndef TABLETFS_STORE_WAL_LOG_WRITER_H_
 #define TABLETFS_STORE_WAL_LOG_WRITER_H_
 
@@ -56,6 +56,13 @@ class LogWriter {
   // Makes every added record durable (the file's name too, when constructed
   // with a directory to sync).
   Status Sync();
+  // Makes the records that Flush() or Sync() handed to the OS durable
+  // (WritableFile::SyncFlushed). The one call that may run on another
+  // thread while the owner appends and flushes, not while it closes or
+  // destroys the writer; it does not sync the directory. A failure is not
+  // sticky here (the file's next Sync() fails): the caller must stop
+  // trusting the log. NotSupported when the file cannot.
+  Status SyncFlushed();
   // Closes the file (after a Flush). Later calls fail.
   Status Close();
 

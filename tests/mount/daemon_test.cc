@@ -59,6 +59,26 @@ TEST(DaemonArgsTest, Refusals) {
   EXPECT_TRUE(h.help);
 }
 
+TEST(DaemonArgsTest, CommitInterval) {
+  DaemonArgs a;
+  std::string error;
+  ASSERT_TRUE(Parse({"-o", "commit=1", "data", "mnt"}, &a, &error)) << error;
+  EXPECT_EQ(a.commit_seconds, 1u);
+  DaemonArgs off;
+  ASSERT_TRUE(Parse({"-o", "commit=0", "data", "mnt"}, &off, &error));
+  EXPECT_EQ(off.commit_seconds, 0u);
+  DaemonArgs unset;
+  ASSERT_TRUE(Parse({"data", "mnt"}, &unset, &error));
+  EXPECT_FALSE(unset.commit_seconds.has_value());  // the store's 5 s
+  for (const char* bad : {"commit=", "commit=1.5", "commit=-1", "commit=86401"}) {
+    DaemonArgs b;
+    EXPECT_FALSE(Parse({"-o", bad, "data", "mnt"}, &b, &error)) << bad;
+    EXPECT_NE(error.find("option commit wants whole seconds"),
+              std::string::npos)
+        << error;
+  }
+}
+
 class DaemonTest : public MountFixture {};
 
 TEST_F(DaemonTest, ExitCodeSaysWhetherTheMountWorked) {

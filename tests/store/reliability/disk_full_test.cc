@@ -55,7 +55,7 @@ TEST_F(DiskFullTest, BelowTheReserveWritesFailDeletesWork) {
   ASSERT_TRUE(CreateSchema(db_.get()).ok());
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(Write(w_.Next()).ok());
 
-  mem_.SetFreeSpace(options_.space_reserve_bytes / 2);
+  mem_.SetFreeSpace(*options_.space_reserve_bytes / 2);
   for (int i = 0; i < 10; ++i) {
     Status s = Write(w_.Next());
     EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
@@ -175,7 +175,7 @@ TEST_F(DiskFullTest, DeletesBelowTheReserveGiveTheirSpaceBack) {
   ASSERT_TRUE(db_->WaitForIdle().ok());
   ASSERT_GE(db_->GetStats().tablets, 4u);
   // The disk fills up to just below the reserve.
-  mem_.SetFreeSpace(options_.space_reserve_bytes - 1024);
+  mem_.SetFreeSpace(*options_.space_reserve_bytes - 1024);
   RowMutation more(row(500));
   more.SetCell("f", "q", 1, "x");
   ASSERT_TRUE(db_->Apply(kTable, more, WriteOptions()).status().IsNoSpace());
@@ -191,7 +191,7 @@ TEST_F(DiskFullTest, DeletesBelowTheReserveGiveTheirSpaceBack) {
   EXPECT_GT(db_->GetStats().compactions, compactions);
   auto free_space = mem_.GetFreeSpace(kDir);
   ASSERT_TRUE(free_space.ok());
-  EXPECT_GT(*free_space, options_.space_reserve_bytes + (256u << 10))
+  EXPECT_GT(*free_space, *options_.space_reserve_bytes + (256u << 10))
       << "the deleted rows' space did not come back";
   auto r = db_->Apply(kTable, more, WriteOptions());
   EXPECT_TRUE(r.ok()) << r.status().ToString();

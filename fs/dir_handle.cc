@@ -162,6 +162,7 @@ FsError DirHandle::LoadNames() {
       auto tables = db_->ListTables();
       if (!tables.ok()) return FsErrorFromStatus(tables.status());
       for (const std::string& t : *tables) {
+        if (t == kReservedTableName) continue;
         DirEntry e;
         e.name = t;
         e.node =

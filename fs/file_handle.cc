@@ -113,7 +113,6 @@ void FileHandle::Committed(int64_t timestamp) {
   }
   dirty_ = false;
   fresh_ = false;
-  pending_timestamp_.reset();
   if (mode_ == Mode::kAppend) {
     append_base_ += buffer_.size();
     buffer_.clear();

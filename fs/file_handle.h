@@ -123,15 +123,6 @@ class FileHandle {
   uint64_t size() const REQUIRES(mu_) { return buffer_.size(); }
   // Set when a commit failed: later writes report EIO.
   void SetFailed(FsError error) REQUIRES(mu_) { failed_ = std::move(error); }
-  // A utimensat while data is pending: the timestamp the next commit uses
-  // when it stays newer than the cell's newest version (cp -a sets times
-  // before it closes).
-  void SetPendingTimestamp(int64_t micros) REQUIRES(mu_) {
-    pending_timestamp_ = micros;
-  }
-  std::optional<int64_t> pending_timestamp() const REQUIRES(mu_) {
-    return pending_timestamp_;
-  }
 
  private:
   const uint64_t ino_;
@@ -156,7 +147,6 @@ class FileHandle {
   bool listed_while_open_ GUARDED_BY(mu_) = false;
   bool committed_once_ GUARDED_BY(mu_) = false;
   FsError failed_ GUARDED_BY(mu_);
-  std::optional<int64_t> pending_timestamp_ GUARDED_BY(mu_);
   std::optional<int64_t> placeholder_timestamp_ GUARDED_BY(mu_);
 };
 

@@ -35,6 +35,7 @@
 #include "fs/inode_table.h"
 #include "fs/invalidator.h"
 #include "fs/log.h"
+#include "fs/mtimes.h"
 #include "fs/names.h"
 #include "fs/open_cells.h"
 #include "fs/path_map.h"
@@ -315,6 +316,11 @@ class Filesystem {
     st->st_atim = st->st_mtim = st->st_ctim = MicrosToTimespec(timestamp);
   }
   void EntryStat(const DirEntry& de, fuse_ino_t ino, struct stat* st);
+  // A cell's mtime (and atime) as set by utimensat; ctime stays the
+  // version's commit time.
+  static void SetMtime(struct stat* st, int64_t micros) {
+    st->st_atim = st->st_mtim = MicrosToTimespec(micros);
+  }
 
   FsError TableExists(std::string_view table);
   FsError RowHasCells(const Node& row_node, bool* has);
@@ -401,7 +407,8 @@ class Filesystem {
   // invalidates what the kernel cached of it.
   FsError CommitCell(OpenCell& c, uint64_t descriptor) REQUIRES(c.mu());
   FsError CommitSchema(FileHandle& h) REQUIRES(h.mu());
-  FsError Restamp(const Node& cell, int64_t micros, fuse_ino_t ino);
+  // utimensat of a cell with nothing pending: the newest version's mtime.
+  FsError SetCellMtime(const Node& cell, int64_t micros, fuse_ino_t ino);
   FsError TruncateCell(const Node& cell, uint64_t size, fuse_ino_t ino);
   // EIO after a sticky store failure; ENOSPC when committing `bytes` more
   // would take the data directory's free space below the reserve.
@@ -559,6 +566,7 @@ class Filesystem {
   InodeTable inodes_;
   EphemeralDirs ephemeral_;
   OpenCells open_cells_{db_, options_.max_value_bytes};
+  Mtimes mtimes_{db_};
   std::unique_ptr<Invalidator> invalidator_;
 
   // The open handles, by the pointer given to the kernel as fh. Held only to
@@ -768,7 +776,7 @@ FsError Filesystem::Stat(const Node& node, fuse_ino_t ino, struct stat* st) {
           std::optional<uint64_t> pending = c->PendingSize();
           if (pending.has_value()) {
             FileStat(ino, *settings, *pending,
-                     c->pending_timestamp().value_or(NowMicros()), st);
+                     c->pending_mtime().value_or(NowMicros()), st);
             return FsError::Ok();
           }
           writers = c->HasWriters() && !c->unlinked();
@@ -785,6 +793,9 @@ FsError Filesystem::Stat(const Node& node, fuse_ino_t ino, struct stat* st) {
         return FsError::Of(ENOENT, "no cell " + node.DebugPath());
       }
       FileStat(ino, *settings, v.value.size(), v.timestamp, st);
+      if (node.view == View::kCurrent && !node.at.has_value()) {
+        SetMtime(st, mtimes_.Get(node, v.timestamp));
+      }
       return FsError::Ok();
     }
     case NodeKind::kSchemaFamily: {
@@ -811,6 +822,9 @@ void Filesystem::EntryStat(const DirEntry& de, fuse_ino_t ino,
     case NodeKind::kCell:
       if (de.settings.has_value()) {
         FileStat(ino, *de.settings, de.size, de.timestamp, st);
+        if (de.node.view == View::kCurrent && !de.node.at.has_value()) {
+          SetMtime(st, mtimes_.Get(de.node, de.timestamp));
+        }
         return;
       }
       break;
@@ -883,6 +897,13 @@ FsError Filesystem::Commit(FileHandle& h) {
 FsError Filesystem::CommitCell(OpenCell& c, uint64_t descriptor) {
   int64_t committed_at = 0;
   TABLETFS_FS_RETURN_IF_ERROR(c.Commit(descriptor, &committed_at));
+  if (std::optional<int64_t> mtime = c.TakePendingMtime()) {
+    FsError e = mtimes_.Set(c.node(), committed_at, *mtime);
+    if (!e.ok()) {
+      Log(LogLevel::kError, "the mtime of " + c.node().DebugPath() +
+                                " was not kept: " + e.ToString());
+    }
+  }
   ForgetVanished(c.ino());
   // Readers of the cell were updated by the commit itself; the kernel's
   // copy, and for a Q@T write the cell Q, are stale.
@@ -922,28 +943,14 @@ FsError Filesystem::CommitSchema(FileHandle& h) {
   return FsError::Ok();
 }
 
-FsError Filesystem::Restamp(const Node& cell, int64_t micros, fuse_ino_t ino) {
+FsError Filesystem::SetCellMtime(const Node& cell, int64_t micros,
+                                 fuse_ino_t ino) {
   if (cell.at.has_value()) return FsError::Ok();  // a version keeps its T
-  ReadOptions ro;
-  ro.max_versions = 2;
-  auto versions =
-      db_->ReadCell(cell.table, cell.row, cell.family, cell.qualifier, ro);
-  if (!versions.ok()) return FsErrorFromStatus(versions.status());
-  if (versions->empty()) {
-    return FsError::Of(ENOENT, "no cell " + cell.DebugPath());
-  }
-  const Cell& newest = (*versions)[0];
-  if (micros == newest.timestamp) return FsError::Ok();
-  if (versions->size() > 1 && micros <= (*versions)[1].timestamp) {
-    // It would fall behind the version before it: no effect (DESIGN.md).
-    return FsError::Ok();
-  }
-  RowMutation m(cell.row);
-  m.DeleteVersion(cell.family, cell.qualifier, newest.timestamp);
-  m.SetCell(cell.family, cell.qualifier, micros, newest.value);
-  auto r = db_->Apply(cell.table, m, WriteOptions());
-  if (!r.ok()) return FsErrorFromStatus(r.status());
-  InvalidateInode(ino);
+  CellVersion v;
+  TABLETFS_FS_RETURN_IF_ERROR(ReadVersion(cell, &v));
+  if (!v.exists) return FsError::Of(ENOENT, "no cell " + cell.DebugPath());
+  TABLETFS_FS_RETURN_IF_ERROR(mtimes_.Set(cell, v.timestamp, micros));
+  InvalidateKernel(ino);
   return FsError::Ok();
 }
 
@@ -1100,11 +1107,11 @@ void Filesystem::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr,
     if (std::shared_ptr<OpenCell> c = open_cells_.Find(ino)) {
       MutexLock lock(c->mu());
       if (c->HasPending()) {
-        c->SetPendingTimestamp(micros);
+        c->SetPendingMtime(micros);
         pending = true;
       }
     }
-    if (!pending) e = Restamp(n, micros, ino);
+    if (!pending) e = SetCellMtime(n, micros, ino);
     if (!e.ok()) {
       Refuse(req, "utimensat", n.DebugPath(), e);
       return;
@@ -1415,10 +1422,20 @@ void Filesystem::Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
   if (e.ok() && !(from == to)) {
     // One row mutation: the destination gets the source's newest value as a
     // new version (keeping its own history), the source goes.
+    // The same bytes as the destination's newest version add no version
+    // (rsync's rename of an unchanged file). The mtime goes with the value.
+    const int64_t mtime =
+        src.exists && src.timestamp != 0 ? mtimes_.Get(from, src.timestamp)
+                                         : NowMicros();
+    const bool same = dst.exists && dst.value == src.value;
     RowMutation m(from.row);
-    if (dst.exists && dst.timestamp >= NowMicros()) {
+    int64_t stamp = kServerTimestamp;
+    if (same) {
+      stamp = dst.timestamp;
+    } else if (dst.exists && dst.timestamp >= NowMicros()) {
       // Above a version in the future, so that the rename shows.
-      m.SetCell(to.family, to.qualifier, dst.timestamp + 1, src.value);
+      stamp = dst.timestamp + 1;
+      m.SetCell(to.family, to.qualifier, stamp, src.value);
     } else {
       m.SetCell(to.family, to.qualifier, src.value);
     }
@@ -1426,6 +1443,12 @@ void Filesystem::Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
     auto r = db_->Apply(from.table, m, WriteOptions());
     if (!r.ok()) e = FsErrorFromStatus(r.status());
     if (e.ok()) {
+      if (stamp == kServerTimestamp) stamp = *r;
+      FsError me = mtimes_.Set(to, stamp, mtime);
+      if (!me.ok()) {
+        Log(LogLevel::kError, "the mtime of " + to.DebugPath() +
+                                  " was not kept: " + me.ToString());
+      }
       // Open files follow their names, as on a local disk: writers of the
       // replaced destination commit nothing more, writers of the source
       // commit to the destination.

@@ -290,6 +290,11 @@ FsError ParseTableName(std::string_view name) {
   TABLETFS_FS_RETURN_IF_ERROR(CheckLength("table", name, kMaxFileNameBytes));
   Status s = ValidateTableName(name);
   if (!s.ok()) return FsError::Of(EINVAL, s.message());
+  if (name == kReservedTableName) {
+    return FsError::Of(EPERM, std::string(name) +
+                                  " holds the mtimes utimensat set; the "
+                                  "filesystem never shows it");
+  }
   return FsError::Ok();
 }
 

@@ -97,8 +97,12 @@ FsError SplitVersionSuffix(std::string_view name, std::string_view* base,
 // the API only) prints as "-N", which ParseTimestamp refuses.
 std::string VersionName(std::string_view shown_name, int64_t timestamp_micros);
 
-// Table names: store's ValidateTableName; EINVAL with its message, or
-// ENAMETOOLONG beyond 255 bytes.
+// The table that keeps the mtimes set by utimensat (fs/mtimes.h): never
+// listed, and EPERM by name.
+inline constexpr char kReservedTableName[] = "_tabletfs_mtimes";
+
+// Table names: store's ValidateTableName; EINVAL with its message,
+// ENAMETOOLONG beyond 255 bytes, EPERM for kReservedTableName.
 FsError ParseTableName(std::string_view name);
 // Family names: store's ValidateFamilyName; EINVAL with its message, or
 // ENAMETOOLONG beyond 255 bytes.

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "store/util/hash.h"
+
 namespace tabletfs::fs {
 namespace {
 
@@ -48,6 +50,8 @@ uint64_t OpenCell::Attach(Access access, const CommittedVersion& newest,
   d.page_cache = page_cache;
   if (newest.exists && !node_.at.has_value()) {
     newest_timestamp_ = newest.timestamp;
+    newest_size_ = newest.value.size();
+    newest_hash_.reset();
     newest_generation_ = generation_.load();
   }
   if (access == Access::kRead) {
@@ -69,9 +73,15 @@ uint64_t OpenCell::Attach(Access access, const CommittedVersion& newest,
     committed_once_ = false;
     listed_while_open_ = false;
     placeholder_timestamp_.reset();
-    pending_timestamp_.reset();
+    pending_mtime_.reset();
     failed_ = FsError::Ok();
     append_base_ = newest.value.size();
+    newest_size_.reset();
+    newest_hash_.reset();
+    if (newest.exists && !node_.at.has_value()) {
+      newest_size_ = newest.value.size();
+      newest_hash_ = Hash64(newest.value);
+    }
   }
   writers_++;
   if (page_cache) page_cache_writers_++;
@@ -156,6 +166,8 @@ FsError OpenCell::RefreshCommitted() {
     committed_ = std::make_shared<const std::string>(std::move(v.value));
     if (!node_.at.has_value()) {
       newest_timestamp_ = v.timestamp;
+      newest_size_ = committed_->size();
+      newest_hash_.reset();
       newest_generation_ = generation;
     }
   } else if (!committed_) {
@@ -359,31 +371,24 @@ FsError OpenCell::CommitValue(int64_t* committed_at) {
     if (newest_generation_ != generation_.load()) {
       CommittedVersion v;
       TABLETFS_FS_RETURN_IF_ERROR(ReadNewest(&v));
+      newest_timestamp_.reset();
+      newest_size_.reset();
+      newest_hash_.reset();
       if (v.exists) {
         newest_timestamp_ = v.timestamp;
-      } else {
-        newest_timestamp_.reset();
+        newest_size_ = v.value.size();
+        newest_hash_ = Hash64(v.value);
       }
       newest_generation_ = generation_.load();
     }
-    if (pending_timestamp_.has_value()) {
-      // A utimensat came while data was pending (cp -a): use its time when
-      // it stays newer than the version this commit goes on top of. The
-      // placeholder this commit replaces does not count.
-      ReadOptions ro;
-      ro.max_versions = 2;
-      auto versions =
-          db_->ReadCell(n.table, n.row, n.family, n.qualifier, ro);
-      if (!versions.ok()) return FsErrorFromStatus(versions.status());
-      std::optional<int64_t> below;
-      for (const Cell& c : *versions) {
-        if (c.timestamp == placeholder_timestamp_) continue;
-        below = c.timestamp;
-        break;
-      }
-      if (!below.has_value() || *pending_timestamp_ > *below) {
-        ts = *pending_timestamp_;
-      }
+    // The same bytes as the newest version: nothing new to store.
+    if (newest_timestamp_.has_value() && newest_size_ == value_.size() &&
+        newest_hash_.has_value() && *newest_hash_ == Hash64(value_)) {
+      *committed_at = *newest_timestamp_;
+      committed_changes_ = changes_;
+      fresh_ = false;
+      committed_once_ = true;
+      return FsError::Ok();
     }
     // A write always becomes the current value: above the newest version
     // even when that one is in the future (clock skew, `touch -d`).
@@ -417,12 +422,13 @@ FsError OpenCell::CommitValue(int64_t* committed_at) {
   committed_changes_ = changes_;
   fresh_ = false;
   committed_once_ = true;
-  pending_timestamp_.reset();
   uint64_t generation = generation_.fetch_add(1) + 1;
   if (!n.at.has_value()) {
     newest_timestamp_ = std::max(*committed_at, newest_timestamp_.value_or(
                                                     *committed_at));
     newest_generation_ = generation;
+    newest_size_ = value_.size();
+    newest_hash_.reset();  // hashed again only when a size matches
     if (descriptors_.size() > static_cast<size_t>(writers_)) {
       committed_ = std::make_shared<const std::string>(value_);
       committed_generation_ = generation;
@@ -435,6 +441,13 @@ FsError OpenCell::CommitValue(int64_t* committed_at) {
 
 FsError OpenCell::CommitAppend(Descriptor* d, int64_t* committed_at) {
   const Node& n = node_;
+  if (newest_timestamp_.has_value() && *newest_timestamp_ >= NowMicros()) {
+    // The store appends at a server timestamp, which would sort below a
+    // version in the future: append here instead (every appender of the
+    // cell in this daemon holds the cell's lock), stamped above it.
+    TABLETFS_FS_RETURN_IF_ERROR(LoadFromStore());
+    return CommitValue(committed_at);
+  }
   WriteOptions wo;
   bool replaced = false;
   *committed_at = 0;

@@ -7,7 +7,8 @@
 // starts from the newest committed value (empty after O_TRUNC or when the
 // cell is created); random writes and truncates change it. Commit() stores
 // the whole pending value as one new version, stamped at least 1 µs after
-// the newest version the cell has, so that a write always becomes current.
+// the newest version the cell has, so that a write always becomes current;
+// a commit of exactly the newest version's bytes adds no version.
 // The caller (fs/fuse_ops.cc) commits on each close (FLUSH), fsync and
 // msync(MS_SYNC) of a descriptor when something is new, and at RELEASE for
 // what is left (the last unmap of a closed descriptor). A commit never
@@ -166,14 +167,19 @@ class OpenCell {
   bool listed_while_open() const REQUIRES(mu_) { return listed_while_open_; }
   // Whether a commit of the cell through this open state ever succeeded.
   bool committed_once() const REQUIRES(mu_) { return committed_once_; }
-  // A utimensat while data is pending: the time the next commit uses when
-  // it stays newer than the versions below it (cp -a sets times before it
-  // closes).
-  void SetPendingTimestamp(int64_t micros) REQUIRES(mu_) {
-    pending_timestamp_ = micros;
+  // A utimensat while data is pending (cp -a sets times before it closes):
+  // the mtime of the version the next commit makes (fs/mtimes.h).
+  void SetPendingMtime(int64_t micros) REQUIRES(mu_) {
+    pending_mtime_ = micros;
   }
-  std::optional<int64_t> pending_timestamp() const REQUIRES(mu_) {
-    return pending_timestamp_;
+  std::optional<int64_t> pending_mtime() const REQUIRES(mu_) {
+    return pending_mtime_;
+  }
+  // After a commit: the pending mtime for its version, once.
+  std::optional<int64_t> TakePendingMtime() REQUIRES(mu_) {
+    std::optional<int64_t> m = pending_mtime_;
+    pending_mtime_.reset();
+    return m;
   }
   bool HasPending() const REQUIRES(mu_) { return PendingSize().has_value(); }
 
@@ -233,7 +239,7 @@ class OpenCell {
   bool listed_while_open_ GUARDED_BY(mu_) = false;
   bool committed_once_ GUARDED_BY(mu_) = false;
   FsError failed_ GUARDED_BY(mu_);
-  std::optional<int64_t> pending_timestamp_ GUARDED_BY(mu_);
+  std::optional<int64_t> pending_mtime_ GUARDED_BY(mu_);
   // The timestamp of the empty version the last commit made for a fresh
   // open that had written nothing: the next commit replaces it (so
   // `echo x > new` makes one version) and a refusal removes it.
@@ -243,6 +249,10 @@ class OpenCell {
   uint64_t append_base_ GUARDED_BY(mu_) = 0;
   // The newest version's timestamp as last known (commits stamp above it).
   std::optional<int64_t> newest_timestamp_ GUARDED_BY(mu_);
+  // The newest version's size and hash, when known, so that a commit of
+  // the same bytes adds no version (a second `cp -a` or `tar x`).
+  std::optional<uint64_t> newest_size_ GUARDED_BY(mu_);
+  std::optional<uint64_t> newest_hash_ GUARDED_BY(mu_);
   uint64_t newest_generation_ GUARDED_BY(mu_) = 0;
 
   // What readers see: the newest committed version, as of generation

@@ -55,6 +55,10 @@
 // Thread safety: every method may be called concurrently from any thread.
 // Scanners are used by one thread at a time. The store must outlive the
 // Scanners, Snapshots and change subscriptions it hands out.
+//
+// Change events: every committed change is published to subscribers in
+// commit order (Subscribe, store/changes.h), so a write through one door
+// is seen through every other.
 #ifndef TABLETFS_STORE_BIGTABLE_H_
 #define TABLETFS_STORE_BIGTABLE_H_
 
@@ -65,6 +69,7 @@
 #include <vector>
 
 #include "store/cell.h"
+#include "store/changes.h"
 #include "store/options.h"
 #include "store/row_mutation.h"
 #include "store/scanner.h"
@@ -230,6 +235,16 @@ class Bigtable {
   // NotFound for an unknown table.
   virtual Result<std::vector<TabletInfo>> ListTablets(
       std::string_view table) = 0;
+
+  // ---- Change events (store/changes.h). ----
+
+  // Subscribes to the events of every change committed after this returns,
+  // in commit order, through whatever door; destroying the subscription
+  // unsubscribes. A subscriber that does not keep up loses events (it is
+  // told how many), it never holds writers back. The table need not exist.
+  // InvalidArgument when options.max_queued_events is 0.
+  virtual Result<std::unique_ptr<ChangeSubscription>> Subscribe(
+      const SubscribeOptions &options) = 0;
 
   // ---- Durability and health. ----
 

@@ -557,7 +557,9 @@ Status DBImpl::DeleteTable(std::string_view table) {
   TABLETFS_RETURN_IF_ERROR(SyncLogBeforeSchemaEdit());
   TABLETFS_RETURN_IF_ERROR(LogEdit(edit));
   MutexLock l(&mu_);
-  return ApplyEdit(edit);
+  TABLETFS_RETURN_IF_ERROR(ApplyEdit(edit));
+  PublishDrop(table, {});
+  return Status::OK();
 }
 
 Result<std::vector<std::string>> DBImpl::ListTables() {
@@ -640,7 +642,9 @@ Status DBImpl::DeleteFamily(std::string_view table, std::string_view family) {
   TABLETFS_RETURN_IF_ERROR(SyncLogBeforeSchemaEdit());
   TABLETFS_RETURN_IF_ERROR(LogEdit(edit));
   MutexLock l(&mu_);
-  return ApplyEdit(edit);
+  TABLETFS_RETURN_IF_ERROR(ApplyEdit(edit));
+  PublishDrop(table, family);
+  return Status::OK();
 }
 
 Result<std::vector<FamilyInfo>> DBImpl::ListFamilies(std::string_view table) {
@@ -751,6 +755,31 @@ Status DBImpl::CheckSpace(const RowMutation& m, bool* reclaim) {
                            dir_);
   }
   return Status::OK();
+}
+
+void DBImpl::PublishGroup(const std::vector<Writer*>& group) {
+  std::vector<ChangeEvent> events;
+  for (const Writer* x : group) {
+    if (!x->status.ok()) continue;  // refused when revalidated
+    ChangeHub::AppendMutationEvents(x->table, *x->mutation, x->timestamp,
+                                    &events);
+  }
+  changes_.Publish(events);
+}
+
+void DBImpl::PublishDrop(std::string_view table, std::string_view family) {
+  if (!changes_.HasSubscribers()) return;
+  ChangeEvent e;
+  e.table = std::string(table);
+  e.family = std::string(family);
+  e.kind = family.empty() ? ChangeKind::kDropTable : ChangeKind::kDropFamily;
+  e.timestamp = last_ts_;
+  changes_.Publish({e});
+}
+
+Result<std::unique_ptr<ChangeSubscription>> DBImpl::Subscribe(
+    const SubscribeOptions& options) {
+  return changes_.Subscribe(options);
 }
 
 Result<int64_t> DBImpl::Apply(std::string_view table,
@@ -939,6 +968,7 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
     if (writers_quiesced_) fill_cv_.SignalAll();
     if (status.ok()) {
       last_seq_ = seq;
+      if (changes_.HasSubscribers()) PublishGroup(group);
       mem_added_ += record.size();
       stat_bytes_user_ += user_bytes;
       stat_bytes_disk_ += record.size();

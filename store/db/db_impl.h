@@ -43,6 +43,7 @@
 #include "store/env.h"
 #include "store/table/block_cache.h"
 #include "store/table/table_cache.h"
+#include "store/util/change_hub.h"
 #include "store/util/lru_cache.h"
 #include "store/util/mutex.h"
 #include "store/wal/log_writer.h"
@@ -107,6 +108,8 @@ class DBImpl final : public DB {
   Status WaitForIdle() override;
   Status Verify() override;
   DbStats GetStats() override;
+  Result<std::unique_ptr<ChangeSubscription>> Subscribe(
+      const SubscribeOptions& options) override;
   Status StickyError() override;
   int64_t LastTimestamp() override;
 
@@ -186,6 +189,13 @@ class DBImpl final : public DB {
   // Resolves a value of a cursor position (large values: M2).
   Result<std::string> LoadValue(EntryKind kind, std::string_view raw);
 
+  // Publishes the change events of the writers of `group` that committed.
+  // REQUIRES: the group's leader, after it committed, before the next
+  // group starts (so events keep commit order).
+  void PublishGroup(const std::vector<Writer*>& group) REQUIRES(mu_);
+  // Publishes a schema drop (family empty: the table).
+  void PublishDrop(std::string_view table, std::string_view family)
+      REQUIRES(mu_);
   // Validates `mutation` for `table` without changing anything.
   Status ValidateMutation(const TableState& table, const RowMutation& m) const;
   // Queues and commits; REQUIRES: the row lock of the mutation's row held
@@ -447,6 +457,9 @@ class DBImpl final : public DB {
   bool log_syncing_ GUARDED_BY(log_mu_) = false;
   CondVar log_idle_cv_{&log_mu_};
   uint64_t log_file_bytes_ GUARDED_BY(mu_) = 0;
+
+  // Change events (store/changes.h); published under mu_ in commit order.
+  ChangeHub changes_;
 
   static constexpr int kRowLockStripes = 64;
   Mutex row_locks_[kRowLockStripes];

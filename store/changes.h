@@ -1,0 +1,99 @@
+// Change events: every committed change of a store's data, published to
+// subscribers in commit order, whatever door it came through (the C++ API,
+// the filesystem, the CLI). The filesystem's kernel-cache invalidation,
+// `.changes` and the API server's streams are subscribers
+// (Bigtable::Subscribe, store/bigtable.h).
+//
+// One row mutation publishes one event per operation, in the operation's
+// order; events of one mutation are never interleaved with another's.
+// Schema drops publish one event each (kDropFamily, kDropTable): the data
+// they covered is gone. Creating tables and families, and changing family
+// settings, publish nothing. Events carry no values: a subscriber that
+// needs one reads it (and may see a newer value than the event's).
+//
+// A slow subscriber never slows a writer: each subscription has a bounded
+// queue. When it is full, further events are dropped and counted; the
+// next Read returns what was queued and the count (ChangeBatch::lost), so
+// the subscriber learns it fell behind and must refresh whatever it derives
+// from the stream (e.g. drop its caches). Events after the loss queue again
+// once Read has emptied the queue.
+//
+// Thread safety: a ChangeSubscription is read by one thread at a time;
+// Wake() may be called from any thread. Destroy a subscription before its
+// store.
+#ifndef TABLETFS_STORE_CHANGES_H_
+#define TABLETFS_STORE_CHANGES_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tabletfs {
+
+enum class ChangeKind : uint8_t {
+  kSetCell,        // a version written (family, qualifier, timestamp)
+  kDeleteVersion,  // the version at timestamp removed
+  kDeleteCell,     // every version of the cell removed
+  kDeleteFamily,   // every cell of the family in the row removed
+  kDeleteRow,      // every cell of the row removed
+  kDropFamily,     // the family dropped from the schema, in every row
+  kDropTable,      // the table dropped
+};
+
+// "set-cell", "delete-version", "delete-cell", "delete-family",
+// "delete-row", "drop-family", "drop-table".
+std::string_view ChangeKindName(ChangeKind kind);
+
+struct ChangeEvent {
+  std::string table;
+  std::string row;        // empty for kDropFamily, kDropTable
+  std::string family;     // empty for kDeleteRow, kDropTable
+  std::string qualifier;  // kSetCell, kDeleteVersion, kDeleteCell
+  // kSetCell, kDeleteVersion: the version's timestamp (client-given or
+  // server-assigned). kDeleteCell, kDeleteFamily, kDeleteRow: the server
+  // timestamp of the commit. Drops: the last server timestamp assigned
+  // before the drop.
+  int64_t timestamp = 0;
+  ChangeKind kind = ChangeKind::kSetCell;
+
+  bool operator==(const ChangeEvent &other) const = default;
+};
+
+struct SubscribeOptions {
+  // Only events of this table; empty: every table.
+  std::string table;
+  // Bound of the queue (InvalidArgument when 0).
+  size_t max_queued_events = 4096;
+};
+
+struct ChangeBatch {
+  // Queued events, in commit order.
+  std::vector<ChangeEvent> events;
+  // Events dropped, all committed after `events` and before those of the
+  // next Read, because the queue was full. 0: nothing lost.
+  uint64_t lost = 0;
+};
+
+// A subscription to the change events of one store. Destroying it
+// unsubscribes.
+class ChangeSubscription {
+ public:
+  ChangeSubscription() = default;
+  ChangeSubscription(const ChangeSubscription &) = delete;
+  ChangeSubscription &operator=(const ChangeSubscription &) = delete;
+  virtual ~ChangeSubscription() = default;
+
+  // Takes everything queued. When nothing is queued and nothing was lost,
+  // first waits up to `timeout` for an event (or for Wake()); an empty
+  // batch means none came.
+  virtual ChangeBatch Read(std::chrono::microseconds timeout) = 0;
+  // Makes a Read that waits now, or the next one, return at once.
+  virtual void Wake() = 0;
+};
+
+}  // namespace tabletfs
+
+#endif  // TABLETFS_STORE_CHANGES_H_

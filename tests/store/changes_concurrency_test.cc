@@ -14,6 +14,7 @@
 #include "store/bigtable.h"
 #include "store/db.h"
 #include "store/env/mem_env.h"
+#include "store/reference/reference_bigtable.h"
 
 namespace tabletfs {
 namespace {
@@ -32,6 +33,11 @@ std::unique_ptr<Bigtable> OpenStore(const std::string& name, Env* env) {
     auto db = DB::Open(options, "/db");
     if (!db.ok()) return nullptr;
     return std::move(*db);
+  }
+  if (name == "reference") {
+    ReferenceOptions options;
+    options.clock = env;
+    return NewReferenceBigtable(options);
   }
   return nullptr;
 }
@@ -257,7 +263,7 @@ TEST_P(ChangesTest, FilterByTableWakeAndUnsubscribe) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Implementations, ChangesTest,
-                         testing::Values("engine"),
+                         testing::Values("engine", "reference"),
                          [](const testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });

@@ -1,6 +1,6 @@
-// Model test: random mutations of every kind against a simple in-memory
-// model of the data model's semantics, compared through every read path
-// after flushes, compactions and reopens.
+// Model test: random mutations of every kind applied to the engine and to
+// the reference implementation (store/reference/, the oracle), compared
+// through every read path after flushes, compactions and reopens.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -13,97 +13,70 @@
 
 #include "store/db.h"
 #include "store/env/mem_env.h"
+#include "store/reference/reference_bigtable.h"
 
 namespace tabletfs {
 namespace {
 
 const std::vector<std::string> kFamilies = {"f", "g", "h"};
 
-// The model: per cell, per timestamp, the newest entry (put or
-// delete-version) with its sequence; markers by sequence.
-class Model {
- public:
-  using CellKey = std::tuple<std::string, int, std::string>;  // row, fam idx, q
-  struct Entry {
-    uint64_t seq;
-    bool put;
-    std::string value;
-  };
-
-  void Apply(const RowMutation& m, int64_t server_ts) {
-    const std::string& row = m.row();
-    for (const auto& op : m.ops()) {
-      uint64_t seq = ++seq_;
-      int fam = FamilyIndex(op.family);
-      int64_t ts = op.timestamp == kServerTimestamp ? server_ts : op.timestamp;
-      switch (op.type) {
-        case RowMutation::OpType::kSetCell:
-          cells_[{row, fam, op.qualifier}][ts] = {seq, true, op.value};
-          break;
-        case RowMutation::OpType::kDeleteVersion:
-          cells_[{row, fam, op.qualifier}][ts] = {seq, false, ""};
-          break;
-        case RowMutation::OpType::kDeleteCell:
-          cell_del_[{row, fam, op.qualifier}] = seq;
-          break;
-        case RowMutation::OpType::kDeleteFamily:
-          fam_del_[{row, fam}] = seq;
-          break;
-        case RowMutation::OpType::kDeleteRow:
-          row_del_[row] = seq;
-          break;
-      }
+// The oracle takes every write with the timestamp the engine assigned, so
+// both hold the same versions.
+RowMutation WithTimestamp(const RowMutation& m, int64_t server_ts) {
+  RowMutation out(m.row());
+  for (const RowMutation::Op& op : m.ops()) {
+    const int64_t ts =
+        op.timestamp == kServerTimestamp ? server_ts : op.timestamp;
+    switch (op.type) {
+      case RowMutation::OpType::kSetCell:
+        out.SetCell(op.family, op.qualifier, ts, op.value);
+        break;
+      case RowMutation::OpType::kDeleteVersion:
+        out.DeleteVersion(op.family, op.qualifier, ts);
+        break;
+      case RowMutation::OpType::kDeleteCell:
+        out.DeleteCell(op.family, op.qualifier);
+        break;
+      case RowMutation::OpType::kDeleteFamily:
+        out.DeleteFamily(op.family);
+        break;
+      case RowMutation::OpType::kDeleteRow:
+        out.DeleteRow();
+        break;
     }
   }
+  return out;
+}
 
-  // "row|family|qualifier|ts=value" lines in scan order.
-  std::vector<std::string> Read(const std::string& start,
-                                const std::string& end,
-                                const std::string& prefix,
-                                std::optional<int64_t> at,
-                                uint32_t max_versions) const {
-    std::vector<std::string> out;
-    for (const auto& [key, versions] : cells_) {
-      const auto& [row, fam, q] = key;
-      if (row < start || (!end.empty() && row >= end)) continue;
-      if (row.compare(0, prefix.size(), prefix) != 0) continue;
-      uint64_t mask = Get(row_del_, row);
-      mask = std::max(mask, Get(fam_del_, std::make_pair(row, fam)));
-      mask = std::max(mask, Get(cell_del_, key));
-      uint32_t n = 0;
-      for (auto it = versions.rbegin(); it != versions.rend(); ++it) {
-        const auto& [ts, e] = *it;
-        if (!e.put || e.seq <= mask) continue;
-        if (at && ts > *at) continue;
-        if (max_versions != 0 && n >= max_versions) break;
-        ++n;
-        out.push_back(row + "|" + kFamilies[fam] + "|" + q + "|" +
-                      std::to_string(ts) + "=" + e.value);
-      }
-    }
-    return out;
+// "row|family|qualifier|ts=value" lines of a scan of table "t", in scan
+// order.
+std::vector<std::string> Scan(Bigtable& store, const std::string& start,
+                              const std::string& end, const std::string& prefix,
+                              std::optional<int64_t> at, uint32_t max_versions,
+                              const Snapshot* snapshot = nullptr) {
+  ScanOptions so;
+  so.read.snapshot = snapshot;
+  so.start_row = start;
+  so.end_row = end;
+  so.prefix = prefix;
+  so.read.at = at;
+  so.read.max_versions = max_versions;
+  auto s = store.NewScanner("t", so);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  std::vector<std::string> out;
+  if (!s.ok()) return out;
+  for (Scanner& sc = **s; sc.Valid(); sc.Next()) {
+    auto v = sc.value();
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    if (!v.ok()) break;
+    EXPECT_EQ(sc.value_size(), v->size());
+    out.push_back(std::string(sc.row()) + "|" + std::string(sc.family()) + "|" +
+                  std::string(sc.qualifier()) + "|" +
+                  std::to_string(sc.timestamp()) + "=" + std::string(*v));
   }
-
- private:
-  static int FamilyIndex(const std::string& f) {
-    for (size_t i = 0; i < kFamilies.size(); ++i) {
-      if (kFamilies[i] == f) return static_cast<int>(i);
-    }
-    return -1;
-  }
-  template <typename M, typename K>
-  static uint64_t Get(const M& m, const K& k) {
-    auto it = m.find(k);
-    return it == m.end() ? 0 : it->second;
-  }
-
-  uint64_t seq_ = 0;
-  // Rows then family index then qualifier: the store's scan order.
-  std::map<CellKey, std::map<int64_t, Entry>> cells_;
-  std::map<std::string, uint64_t> row_del_;
-  std::map<std::pair<std::string, int>, uint64_t> fam_del_;
-  std::map<CellKey, uint64_t> cell_del_;
-};
+  EXPECT_TRUE((*s)->status().ok()) << (*s)->status().ToString();
+  return out;
+}
 
 // One tablet per table (splits off), or tiny tablets: hundreds of splits
 // and merges under the same writes, scans and deletes.
@@ -126,10 +99,22 @@ class DBModelTest : public testing::TestWithParam<ModelParam> {
     options_.large_value_bytes = 300;
     options_.tablet_split_bytes = GetParam().tablet_split_bytes;
     Reopen();
-    ASSERT_TRUE(db_->CreateTable("t").ok());
-    for (const auto& f : kFamilies) {
-      ASSERT_TRUE(db_->CreateFamily("t", f, FamilySettings()).ok());
+    ReferenceOptions ro;
+    ro.clock = &env_;
+    ro.max_value_bytes = options_.max_value_bytes;
+    oracle_ = NewReferenceBigtable(ro);
+    for (Bigtable* store : {static_cast<Bigtable*>(db_.get()), oracle_.get()}) {
+      ASSERT_TRUE(store->CreateTable("t").ok());
+      for (const auto& f : kFamilies) {
+        ASSERT_TRUE(store->CreateFamily("t", f, FamilySettings()).ok());
+      }
     }
+  }
+
+  // Applies to the oracle what the engine applied at `server_ts`.
+  void ApplyToOracle(const RowMutation& m, int64_t server_ts) {
+    auto r = oracle_->Apply("t", WithTimestamp(m, server_ts), WriteOptions());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
 
   void Reopen() {
@@ -144,38 +129,12 @@ class DBModelTest : public testing::TestWithParam<ModelParam> {
     db_ = std::move(*db);
   }
 
-  std::vector<std::string> Scan(const std::string& start,
-                                const std::string& end,
-                                const std::string& prefix,
-                                std::optional<int64_t> at,
-                                uint32_t max_versions,
-                                const Snapshot* snapshot = nullptr) {
-    ScanOptions so;
-    so.read.snapshot = snapshot;
-    so.start_row = start;
-    so.end_row = end;
-    so.prefix = prefix;
-    so.read.at = at;
-    so.read.max_versions = max_versions;
-    auto s = db_->NewScanner("t", so);
-    EXPECT_TRUE(s.ok());
-    std::vector<std::string> out;
-    for (Scanner& sc = **s; sc.Valid(); sc.Next()) {
-      auto v = sc.value();
-      EXPECT_TRUE(v.ok()) << v.status().ToString();
-      if (!v.ok()) break;
-      EXPECT_EQ(sc.value_size(), v->size());
-      out.push_back(std::string(sc.row()) + "|" + std::string(sc.family()) +
-                    "|" + std::string(sc.qualifier()) + "|" +
-                    std::to_string(sc.timestamp()) + "=" + std::string(*v));
-    }
-    EXPECT_TRUE((*s)->status().ok()) << (*s)->status().ToString();
-    return out;
-  }
-
   MemEnv env_;
   Options options_;
   std::unique_ptr<DB> db_;
+  // The reference implementation (store/reference/): what the engine must
+  // read back.
+  std::unique_ptr<Bigtable> oracle_;
   uint64_t splits_ = 0;  // over all opens
   uint64_t merges_ = 0;
 };
@@ -199,9 +158,10 @@ TEST_P(DBModelTest, RandomMutationsMatchModel) {
     return std::string(q[pick(5)]);
   };
 
-  Model model;
-  // Live snapshots and the model as it was when each was taken.
-  std::vector<std::pair<std::shared_ptr<const Snapshot>, Model>> snapshots;
+  // Live snapshots of the engine and of the oracle, taken together.
+  std::vector<std::pair<std::shared_ptr<const Snapshot>,
+                        std::shared_ptr<const Snapshot>>>
+      snapshots;
   const int kOps = param.ops;
   for (int i = 0; i < kOps; ++i) {
     if (param.purge_every > 0 &&
@@ -213,7 +173,7 @@ TEST_P(DBModelTest, RandomMutationsMatchModel) {
         d.DeleteRow();
         auto r = db_->Apply("t", d, WriteOptions());
         ASSERT_TRUE(r.ok()) << r.status().ToString();
-        model.Apply(d, *r);
+        ApplyToOracle(d, *r);
       }
       if (pick(2) == 0) {
         // Compaction drops what the deletions hide, so the tablets shrink.
@@ -249,11 +209,11 @@ TEST_P(DBModelTest, RandomMutationsMatchModel) {
     env_.AdvanceMicros(1 + pick(3));
     auto r = db_->Apply("t", m, WriteOptions());
     ASSERT_TRUE(r.ok()) << r.status().ToString();
-    model.Apply(m, *r);
+    ApplyToOracle(m, *r);
 
     int action = pick(1000);
     if (action >= 990 && snapshots.size() < 3) {
-      snapshots.emplace_back(db_->GetSnapshot(), model);
+      snapshots.emplace_back(db_->GetSnapshot(), oracle_->GetSnapshot());
     } else if (action >= 980 && !snapshots.empty()) {
       snapshots.erase(snapshots.begin() + pick(snapshots.size()));
     }
@@ -267,23 +227,26 @@ TEST_P(DBModelTest, RandomMutationsMatchModel) {
       Reopen();
     }
     if (i % 100 == 99 || i == kOps - 1) {
-      ASSERT_EQ(Scan("", "", "", std::nullopt, 0),
-                model.Read("", "", "", std::nullopt, 0))
+      ASSERT_EQ(Scan(*db_, "", "", "", std::nullopt, 0),
+                Scan(*oracle_, "", "", "", std::nullopt, 0))
           << "full scan after op " << i;
       for (size_t k = 0; k < snapshots.size(); ++k) {
-        ASSERT_EQ(Scan("", "", "", std::nullopt, 0, snapshots[k].first.get()),
-                  snapshots[k].second.Read("", "", "", std::nullopt, 0))
+        ASSERT_EQ(
+            Scan(*db_, "", "", "", std::nullopt, 0, snapshots[k].first.get()),
+            Scan(*oracle_, "", "", "", std::nullopt, 0,
+                 snapshots[k].second.get()))
             << "snapshot " << k << " after op " << i;
       }
       std::string p = "r" + std::to_string(pick(10));
       std::optional<int64_t> at;
       if (pick(2) == 0) at = 1 + pick(14);
       uint32_t mv = pick(3);
-      ASSERT_EQ(Scan("", "", p, at, mv), model.Read("", "", p, at, mv))
+      ASSERT_EQ(Scan(*db_, "", "", p, at, mv),
+                Scan(*oracle_, "", "", p, at, mv))
           << "prefix scan " << p << " after op " << i;
       std::string a = row_name(), b = row_name();
       if (b < a) std::swap(a, b);
-      ASSERT_EQ(Scan(a, b, "", at, mv), model.Read(a, b, "", at, mv))
+      ASSERT_EQ(Scan(*db_, a, b, "", at, mv), Scan(*oracle_, a, b, "", at, mv))
           << "range scan after op " << i;
       for (int k = 0; k < 20; ++k) {
         std::string row = row_name();
@@ -299,34 +262,38 @@ TEST_P(DBModelTest, RandomMutationsMatchModel) {
           got.push_back(row + "|" + c.family + "|" + c.qualifier + "|" +
                         std::to_string(c.timestamp) + "=" + c.value);
         }
+        auto want_cells = oracle_->ReadCell("t", row, kFamilies[fam], q, ro);
+        ASSERT_TRUE(want_cells.ok());
         std::vector<std::string> want;
+        for (const Cell& c : *want_cells) {
+          want.push_back(row + "|" + c.family + "|" + c.qualifier + "|" +
+                         std::to_string(c.timestamp) + "=" + c.value);
+        }
         std::string end = row;
         end.push_back('\0');
-        for (const std::string& line :
-             model.Read(row, end, "", ro.at, ro.max_versions)) {
-          if (line.starts_with(row + "|" + kFamilies[fam] + "|" + q + "|")) {
-            want.push_back(line);
-          }
-        }
         ASSERT_EQ(got, want)
             << "ReadCell " << row << " at " << ro.at.value_or(-1) << " mv "
             << ro.max_versions << " after op " << i << " all: "
-            << testing::PrintToString(model.Read(row, end, "", std::nullopt, 0))
-            << testing::PrintToString(Scan(row, end, "", std::nullopt, 0));
+            << testing::PrintToString(
+                   Scan(*oracle_, row, end, "", std::nullopt, 0))
+            << testing::PrintToString(
+                   Scan(*db_, row, end, "", std::nullopt, 0));
         auto full = db_->ReadRow("t", row, ro);
         ASSERT_TRUE(full.ok());
-        ASSERT_EQ(full->cells.size(),
-                  model.Read(row, end, "", ro.at, ro.max_versions).size());
+        auto want_row = oracle_->ReadRow("t", row, ro);
+        ASSERT_TRUE(want_row.ok());
+        ASSERT_EQ(full->cells, want_row->cells)
+            << "ReadRow " << row << " after op " << i;
       }
     }
   }
   Status cs = db_->CompactAll();
   ASSERT_TRUE(cs.ok()) << cs.ToString();
-  ASSERT_EQ(Scan("", "", "", std::nullopt, 0),
-            model.Read("", "", "", std::nullopt, 0));
+  ASSERT_EQ(Scan(*db_, "", "", "", std::nullopt, 0),
+            Scan(*oracle_, "", "", "", std::nullopt, 0));
   for (const auto& [snap, old] : snapshots) {
-    ASSERT_EQ(Scan("", "", "", std::nullopt, 0, snap.get()),
-              old.Read("", "", "", std::nullopt, 0));
+    ASSERT_EQ(Scan(*db_, "", "", "", std::nullopt, 0, snap.get()),
+              Scan(*oracle_, "", "", "", std::nullopt, 0, old.get()));
   }
   snapshots.clear();
   ASSERT_TRUE(db_->Verify().ok());
@@ -334,8 +301,8 @@ TEST_P(DBModelTest, RandomMutationsMatchModel) {
   EXPECT_GT(stats.flushes, 0u);
   EXPECT_GT(stats.compactions, 0u);
   Reopen();
-  ASSERT_EQ(Scan("", "", "", std::nullopt, 0),
-            model.Read("", "", "", std::nullopt, 0));
+  ASSERT_EQ(Scan(*db_, "", "", "", std::nullopt, 0),
+            Scan(*oracle_, "", "", "", std::nullopt, 0));
   auto tablets = db_->ListTablets("t");
   ASSERT_TRUE(tablets.ok());
   // Contiguous ranges covering the table.

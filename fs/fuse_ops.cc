@@ -135,8 +135,11 @@ CommittedVersion ToCommitted(CellVersion v) {
 // cache, so that MAP_SHARED mappings work (the kernel cannot map a direct
 // I/O file shared); their writes still reach the daemon at once (no
 // writeback cache), and pages they hold are theirs and other writers'
-// pending bytes. O_WRONLY writers use direct I/O: their bytes never enter
-// the page cache readers use. `shared_pages`: another page-cache writer is
+// pending bytes. So no reader may read through the page cache meanwhile:
+// readers that open while writers are open use direct I/O, and an O_RDWR
+// open while a cached reader is open uses direct I/O too (it cannot be
+// mapped shared then). O_WRONLY writers use direct I/O: their bytes never
+// enter the page cache. `shared_pages`: another page-cache writer is
 // open, so the cached pages are the pending value: keep them.
 void SetCellIo(fuse_file_info* fi, bool page_cache, bool shared_pages) {
   fi->direct_io = page_cache ? 0 : 1;
@@ -1515,7 +1518,8 @@ void Filesystem::Create(fuse_req_t req, fuse_ino_t parent, const char* name,
                                  ? FileHandle::Mode::kAppend
                                  : FileHandle::Mode::kWrite;
         if (n.at.has_value()) m = FileHandle::Mode::kWrite;
-        const bool page_cache = (fi->flags & O_ACCMODE) == O_RDWR;
+        const bool page_cache =
+            (fi->flags & O_ACCMODE) == O_RDWR && !cell->HasCachedReaders();
         const bool shared_pages = cell->HasPageCacheWriters();
         ForgetVanished(ino);  // created again
         uint64_t desc = cell->Attach(AccessOf(m), ToCommitted(std::move(v)),
@@ -1698,7 +1702,10 @@ FsError Filesystem::OpenCellFile(fuse_ino_t ino, const Node& n,
   FileHandle::Mode m = (fi->flags & O_APPEND) && !trunc && !n.at.has_value()
                            ? FileHandle::Mode::kAppend
                            : FileHandle::Mode::kWrite;
-  const bool page_cache = (fi->flags & O_ACCMODE) == O_RDWR;
+  // Not while a reader reads through the page cache: it would see the
+  // pending bytes there.
+  const bool page_cache =
+      (fi->flags & O_ACCMODE) == O_RDWR && !cell->HasCachedReaders();
   const bool shared_pages = cell->HasPageCacheWriters();
   const bool create = recreate || (!v.exists && !writers);
   uint64_t desc = cell->Attach(AccessOf(m), ToCommitted(std::move(v)), trunc,

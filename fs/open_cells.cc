@@ -60,6 +60,7 @@ uint64_t OpenCell::Attach(Access access, const CommittedVersion& newest,
       committed_generation_ = generation_.load();
     }
     if (!page_cache) d.pinned = committed_;
+    if (page_cache) cached_readers_++;
     return id;
   }
   if (writers_ == 0) {
@@ -87,7 +88,6 @@ uint64_t OpenCell::Attach(Access access, const CommittedVersion& newest,
   if (page_cache) page_cache_writers_++;
   if (create) fresh_ = true;  // committed even when nothing is written
   d.wrote = create || truncate;
-  d.seen_changes = changes_;
   if (access == Access::kAppend && !loaded_) return id;
   if (!loaded_) Load(newest.value);
   if (truncate) {
@@ -105,6 +105,8 @@ void OpenCell::Detach(uint64_t id) {
   if (it->second.access != Access::kRead) {
     writers_--;
     if (it->second.page_cache) page_cache_writers_--;
+  } else if (it->second.page_cache) {
+    cached_readers_--;
   }
   descriptors_.erase(it);
 }
@@ -341,16 +343,13 @@ bool OpenCell::NeedsCommit(uint64_t id) const {
 
 bool OpenCell::NeedsCommitAtRelease(uint64_t id) const {
   const Descriptor* d = Find(id);
-  if (d == nullptr || !NeedsCommit(id)) return false;
-  // Pages of a mapping are written back through any writer's descriptor.
-  return d->wrote || (d->page_cache && changes_ != d->seen_changes);
+  return d != nullptr && d->wrote && NeedsCommit(id);
 }
 
 void OpenCell::Flushed(uint64_t id) {
   Descriptor* d = Find(id);
   if (d == nullptr) return;
   d->wrote = false;
-  d->seen_changes = changes_;
 }
 
 FsError OpenCell::Commit(uint64_t id, int64_t* committed_at) {

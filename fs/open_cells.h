@@ -101,6 +101,8 @@ class OpenCell {
   void Detach(uint64_t id) REQUIRES(mu_);
   bool HasWriters() const REQUIRES(mu_) { return writers_ > 0; }
   int writers() const REQUIRES(mu_) { return writers_; }
+  // Readers that read through the page cache (opened while no writer was).
+  bool HasCachedReaders() const REQUIRES(mu_) { return cached_readers_ > 0; }
   bool HasPageCacheWriters() const REQUIRES(mu_) {
     return page_cache_writers_ > 0;
   }
@@ -137,9 +139,11 @@ class OpenCell {
   // descriptor a writer not refused, the cell not removed.
   bool NeedsCommit(uint64_t id) const REQUIRES(mu_);
   // At RELEASE, which the kernel sends after the close returned (and after
-  // the last unmap): only what descriptor `id` wrote since its close (a
-  // mapping's pages written back late) is due, never what other writers
-  // wrote since; they commit at their own close.
+  // the last unmap): only what came through descriptor `id` since its close
+  // (a mapping's pages written back at the unmap) is due, never what other
+  // writers wrote since; they commit at their own close. (The kernel sends
+  // written-back pages through the first writable descriptor of the inode
+  // it finds: when another is open, that one commits them at its close.)
   bool NeedsCommitAtRelease(uint64_t id) const REQUIRES(mu_);
   // The descriptor's close (FLUSH) or fsync was served: what it wrote so far
   // is committed or was due at that moment.
@@ -197,8 +201,6 @@ class OpenCell {
     std::string appended;
     // Wrote (or truncated, or created the cell) since its last close.
     bool wrote = false;
-    // changes_ at its last close.
-    uint64_t seen_changes = 0;
     // A reader without the page cache: the version it reads.
     std::shared_ptr<const std::string> pinned;
   };
@@ -226,6 +228,7 @@ class OpenCell {
   std::map<uint64_t, Descriptor> descriptors_ GUARDED_BY(mu_);
   int writers_ GUARDED_BY(mu_) = 0;
   int page_cache_writers_ GUARDED_BY(mu_) = 0;
+  int cached_readers_ GUARDED_BY(mu_) = 0;
 
   // The pending value (valid once loaded_).
   bool loaded_ GUARDED_BY(mu_) = false;

@@ -1,0 +1,366 @@
+// DBImpl: the read path. Pinning the tablets a read needs, the cursors
+// over their memtables and files, ReadRow, ReadCell, scanners and
+// snapshots.
+#include <algorithm>
+
+#include "store/db/db_impl.h"
+#include "store/db/level_iterator.h"
+#include "store/db/merger.h"
+#include "store/util/coding.h"
+
+namespace tabletfs {
+
+// ---------------------------------------------------------------------------
+// Snapshots and scanners
+// ---------------------------------------------------------------------------
+
+class DBImpl::SnapshotImpl final : public Snapshot {
+ public:
+  SnapshotImpl(DBImpl* db, uint64_t seq) : db_(db), seq_(seq) {}
+  ~SnapshotImpl() override { db_->ReleaseSnapshot(seq_); }
+  uint64_t seq() const { return seq_; }
+
+ private:
+  DBImpl* const db_;
+  const uint64_t seq_;
+};
+
+class DBImpl::ScannerImpl final : public Scanner {
+ public:
+  ScannerImpl(DBImpl* db, ReadState state, std::unique_ptr<CellCursor> cursor)
+      : db_(db), state_(std::move(state)), cursor_(std::move(cursor)) {}
+
+  void Seek(std::string_view row, std::string_view family,
+            std::string_view qualifier) override {
+    cursor_->Seek(row, family, qualifier);
+  }
+  void SeekToFirst() override { cursor_->SeekToFirst(); }
+  bool Valid() const override { return cursor_->Valid(); }
+  void Next() override { cursor_->Next(); }
+  void NextColumn() override { cursor_->NextColumn(); }
+  void NextFamily() override { cursor_->NextFamily(); }
+  void NextRow() override { cursor_->NextRow(); }
+  std::string_view row() const override { return cursor_->row(); }
+  std::string_view family() const override { return cursor_->family(); }
+  std::string_view qualifier() const override { return cursor_->qualifier(); }
+  int64_t timestamp() const override { return cursor_->timestamp(); }
+  uint64_t value_size() const override {
+    if (cursor_->kind() == EntryKind::kPut) return cursor_->raw_value().size();
+    return DBImpl::ValueRefSize(cursor_->raw_value());
+  }
+  Result<std::string_view> value() override {
+    if (cursor_->kind() == EntryKind::kPut) return cursor_->raw_value();
+    Result<std::string> v =
+        db_->LoadValue(cursor_->kind(), cursor_->raw_value());
+    if (!v.ok()) return v.status();
+    loaded_ = std::move(*v);
+    return std::string_view(loaded_);
+  }
+  Status status() const override { return cursor_->status(); }
+
+ private:
+  DBImpl* const db_;
+  ReadState state_;  // pins the memtables and files the cursor reads
+  std::unique_ptr<CellCursor> cursor_;
+  std::string loaded_;
+};
+
+// ---------------------------------------------------------------------------
+// Reads
+// ---------------------------------------------------------------------------
+
+Result<DBImpl::ReadState> DBImpl::PinReadState(std::string_view table,
+                                               const ReadOptions& options,
+                                               std::string_view first_row,
+                                               std::string_view end_row,
+                                               bool one_row) {
+  ReadState state;
+  const SnapshotImpl* snap = nullptr;
+  if (options.snapshot != nullptr) {
+    snap = dynamic_cast<const SnapshotImpl*>(options.snapshot);
+    if (snap == nullptr) {
+      return Status::InvalidArgument("snapshot from another database");
+    }
+  }
+  MutexLock l(&mu_);
+  auto it = tables_.find(table);
+  if (it == tables_.end()) return Status::NotFound("no such table", table);
+  state.table = it->second;
+  uint32_t id = state.table->id;
+  std::string lo =
+      first_row.empty() ? TableLowKey(id) : RowPrefix(id, first_row);
+  std::string hi = end_row.empty() ? TableHighKey(id) : RowPrefix(id, end_row);
+  auto pin = [&state](const Tablet& t) {
+    TabletView& v = state.tablets.emplace_back();
+    v.lo = t.lo;
+    v.hi = t.hi;
+    v.mems.reserve(t.imm.size() + 1);
+    v.mems.push_back(t.mem);
+    for (auto imm = t.imm.rbegin(); imm != t.imm.rend(); ++imm) {
+      v.mems.push_back(imm->mem);
+    }
+    v.version = t.version;
+  };
+  if (one_row) {
+    pin(*FindTablet(id, lo));
+  } else {
+    for (const auto& t : table_tablets_[id]) {
+      if (t->lo < hi && lo < t->hi) pin(*t);
+    }
+  }
+  state.view_seq = snap != nullptr ? snap->seq() : last_seq_;
+  state.epoch_view = snap != nullptr ? snap->seq() : kMaxSequence;
+  return state;
+}
+
+std::unique_ptr<Iterator> DBImpl::NewTabletIterator(const TabletView& view) {
+  std::vector<std::unique_ptr<Iterator>> children;
+  for (const auto& m : view.mems) children.push_back(MemTable::NewIterator(m));
+  for (int level = 0; level < Version::kNumLevels; ++level) {
+    const auto& files = view.version->levels[level];
+    if (files.empty()) continue;
+    if (level == 0 || files.size() == 1) {
+      for (const auto& f : files) {
+        Result<std::shared_ptr<Table>> t =
+            table_cache_->Get(f->number, f->size);
+        children.push_back(t.ok() ? (*t)->NewIterator()
+                                  : NewEmptyIterator(t.status()));
+      }
+    } else {
+      // Disjoint files of one level: one child that opens a file at a
+      // time, so a seek touches one file of the level, not all of them.
+      children.push_back(NewLevelIterator(
+          files, [this](const FileMeta& f) -> std::unique_ptr<Iterator> {
+            Result<std::shared_ptr<Table>> t =
+                table_cache_->Get(f.number, f.size);
+            if (!t.ok()) return NewEmptyIterator(t.status());
+            return (*t)->NewIterator();
+          }));
+    }
+  }
+  return NewMergingIterator(std::move(children));
+}
+
+std::unique_ptr<CellCursor> DBImpl::NewCursor(const ReadState& state,
+                                              const ReadOptions& options,
+                                              std::string start_row,
+                                              std::string end_row,
+                                              std::string prefix) {
+  // Tablets in row order, each clipped to its range: the scan crosses
+  // their boundaries in order and opens a tablet only when it gets there.
+  std::vector<IteratorSegment> segments;
+  for (const TabletView& view : state.tablets) {
+    segments.push_back(
+        {view.lo, view.hi, [this, view] { return NewTabletIterator(view); }});
+  }
+  CursorOptions co;
+  co.view_seq = state.view_seq;
+  co.epoch_view_seq = state.epoch_view;
+  co.now_micros = env_->NowMicros();
+  co.at = options.at;
+  co.max_versions = options.max_versions;
+  co.families = options.families;
+  co.columns = options.columns;
+  co.start_row = std::move(start_row);
+  co.end_row = std::move(end_row);
+  co.prefix = std::move(prefix);
+  return std::make_unique<CellCursor>(NewSegmentIterator(std::move(segments)),
+                                      state.table, std::move(co));
+}
+
+namespace {
+
+// The row prefix of an internal key (the whole key when malformed), without
+// copying it.
+std::string_view RowPrefixView(std::string_view key) {
+  ParsedKey p;
+  return ParseInternalKey(key, &p) ? p.row_prefix : key;
+}
+
+// The file iterators of a point read of one row (LevelDB's Version::Get):
+// only files whose rows include it, at most one per level >= 1 (found by
+// binary search, levels >= 1 being sorted and disjoint by row), and only
+// those whose Bloom filter may hold `row_prefix` and, when `cell_keys` is not
+// empty, one of them. The row prefix goes first: every key adds it, so one
+// probe rules out a file that holds nothing of the row.
+void AddPointFileIterators(TableCache* cache, const Version& version,
+                           std::string_view row_prefix,
+                           const std::vector<std::string>& cell_keys,
+                           std::atomic<uint64_t>* bloom_useful,
+                           std::vector<std::unique_ptr<Iterator>>* children) {
+  auto add = [&](const FileMeta& f) {
+    Result<std::shared_ptr<Table>> t = cache->Get(f.number, f.size);
+    if (!t.ok()) {
+      children->push_back(NewEmptyIterator(t.status()));
+      return;
+    }
+    const Table& table = **t;
+    bool may_contain = table.MayContain(row_prefix);
+    if (may_contain && !cell_keys.empty()) {
+      may_contain = false;
+      for (const std::string& k : cell_keys) {
+        if (table.MayContain(k)) {
+          may_contain = true;
+          break;
+        }
+      }
+    }
+    if (!may_contain) {
+      bloom_useful->fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    children->push_back(table.NewIterator());
+  };
+  for (const auto& f : version.levels[0]) {
+    if (row_prefix < RowPrefixView(f->smallest) ||
+        row_prefix > RowPrefixView(f->largest)) {
+      continue;
+    }
+    add(*f);
+  }
+  for (int level = 1; level < Version::kNumLevels; ++level) {
+    const auto& files = version.levels[level];
+    auto it = std::lower_bound(
+        files.begin(), files.end(), row_prefix,
+        [](const std::shared_ptr<const FileMeta>& f, std::string_view rp) {
+          return RowPrefixView(f->largest) < rp;
+        });
+    if (it == files.end()) continue;
+    const FileMeta& f = **it;
+    if (row_prefix < RowPrefixView(f.smallest)) {
+      continue;
+    }
+    add(f);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<CellCursor> DBImpl::NewPointCursor(
+    const ReadState& state, const ReadOptions& options, std::string_view row,
+    std::string_view row_prefix, const std::vector<std::string>& cell_keys,
+    std::string stop_key, bool use_filter) {
+  // The row lies in one tablet (PinReadState with one_row).
+  const TabletView& view = state.tablets.front();
+  std::vector<std::unique_ptr<Iterator>> children;
+  children.reserve(view.mems.size() + 4);
+  for (const auto& m : view.mems) children.push_back(MemTable::NewIterator(m));
+  AddPointFileIterators(table_cache_.get(), *view.version, row_prefix,
+                        cell_keys, &stat_bloom_useful_, &children);
+  CursorOptions co;
+  co.view_seq = state.view_seq;
+  co.epoch_view_seq = state.epoch_view;
+  co.now_micros = env_->NowMicros();
+  co.at = options.at;
+  co.max_versions = options.max_versions;
+  if (use_filter) {
+    co.families = options.families;
+    co.columns = options.columns;
+  }
+  co.start_row.assign(row);
+  co.end_row.reserve(row.size() + 1);
+  co.end_row.assign(row);
+  co.end_row.push_back('\0');  // the first row after `row`
+  co.stop_key = std::move(stop_key);
+  return std::make_unique<CellCursor>(NewMergingIterator(std::move(children)),
+                                      state.table, std::move(co));
+}
+
+Result<Row> DBImpl::ReadRow(std::string_view table, std::string_view row,
+                            const ReadOptions& options) {
+  TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
+  TABLETFS_ASSIGN_OR_RETURN(ReadState state,
+                            PinReadState(table, options, row, {}, true));
+  std::string row_prefix = RowPrefix(state.table->id, row);
+  std::string stop = row_prefix;
+  stop.push_back('\x03');  // after every key of the row
+  auto cursor = NewPointCursor(state, options, row, row_prefix, {},
+                               std::move(stop), /*use_filter=*/true);
+  Row out;
+  out.key = std::string(row);
+  for (cursor->Seek(row); cursor->Valid(); cursor->Next()) {
+    Cell c;
+    c.family = cursor->family();
+    c.qualifier = cursor->qualifier();
+    c.timestamp = cursor->timestamp();
+    TABLETFS_ASSIGN_OR_RETURN(c.value,
+                              LoadValue(cursor->kind(), cursor->raw_value()));
+    out.cells.push_back(std::move(c));
+  }
+  TABLETFS_RETURN_IF_ERROR(cursor->status());
+  return out;
+}
+
+Result<std::vector<Cell>> DBImpl::ReadCell(std::string_view table,
+                                           std::string_view row,
+                                           std::string_view family,
+                                           std::string_view qualifier,
+                                           const ReadOptions& options) {
+  TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
+  TABLETFS_ASSIGN_OR_RETURN(ReadState state,
+                            PinReadState(table, options, row, {}, true));
+  const FamilyState* fs = state.table->FindFamily(family);
+  if (fs == nullptr) {
+    return Status::NotFound("no such family",
+                            std::string(table) + ":" + std::string(family));
+  }
+  // A file matters when it may hold the cell or a row / family marker of
+  // the row (their own Bloom keys, see store/doc/key_format.md).
+  std::string row_prefix = RowPrefix(state.table->id, row);
+  std::vector<std::string> bloom_keys(3);
+  bloom_keys[1] = row_prefix + '\x01';  // row markers
+  bloom_keys[2] = row_prefix + '\x02';
+  PutBigEndian32(&bloom_keys[2], fs->id);  // the family prefix
+  bloom_keys[0] = bloom_keys[2] + '\x02';
+  AppendEscaped(&bloom_keys[0], qualifier);  // the cell prefix
+  std::string stop = bloom_keys[0];
+  stop.push_back('\x03');  // after every key of the cell
+  // No family / column filter: Seek goes straight to the cell (past the
+  // row's and the family's markers) and stop ends the read after it.
+  auto cursor = NewPointCursor(state, options, row, row_prefix, bloom_keys,
+                               std::move(stop), /*use_filter=*/false);
+  std::vector<Cell> out;
+  for (cursor->Seek(row, family, qualifier);
+       cursor->Valid() && cursor->family_id() == fs->id &&
+       cursor->qualifier() == qualifier;
+       cursor->Next()) {
+    Cell c;
+    c.family = cursor->family();
+    c.qualifier = cursor->qualifier();
+    c.timestamp = cursor->timestamp();
+    TABLETFS_ASSIGN_OR_RETURN(c.value,
+                              LoadValue(cursor->kind(), cursor->raw_value()));
+    out.push_back(std::move(c));
+  }
+  TABLETFS_RETURN_IF_ERROR(cursor->status());
+  return out;
+}
+
+Result<std::unique_ptr<Scanner>> DBImpl::NewScanner(
+    std::string_view table, const ScanOptions& options) {
+  // Rows with the prefix sort at or after it.
+  std::string_view first_row = options.start_row;
+  if (options.prefix > first_row) first_row = options.prefix;
+  TABLETFS_ASSIGN_OR_RETURN(
+      ReadState state,
+      PinReadState(table, options.read, first_row, options.end_row, false));
+  auto cursor = NewCursor(state, options.read, options.start_row,
+                          options.end_row, options.prefix);
+  cursor->SeekToFirst();
+  return std::unique_ptr<Scanner>(
+      std::make_unique<ScannerImpl>(this, std::move(state), std::move(cursor)));
+}
+
+std::shared_ptr<const Snapshot> DBImpl::GetSnapshot() {
+  MutexLock l(&mu_);
+  snapshots_.insert(last_seq_);
+  return std::make_shared<SnapshotImpl>(this, last_seq_);
+}
+
+void DBImpl::ReleaseSnapshot(uint64_t seq) {
+  MutexLock l(&mu_);
+  auto it = snapshots_.find(seq);
+  if (it != snapshots_.end()) snapshots_.erase(it);
+}
+
+}  // namespace tabletfs

@@ -1,0 +1,461 @@
+// DBImpl: the write path. Validation, the space reserve, the write queue
+// whose leader commits a group (log record, memtables, change events), and
+// the read-modify-write operations that serialize per row.
+#include <algorithm>
+
+#include "store/db/db_impl.h"
+#include "store/util/coding.h"
+#include "store/util/hash.h"
+
+namespace tabletfs {
+
+namespace {
+
+constexpr size_t kMaxGroupBytes = 1 << 20;
+
+bool AddsData(const RowMutation& m) {
+  for (const RowMutation::Op& op : m.ops()) {
+    if (op.type == RowMutation::OpType::kSetCell) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Writes
+// ---------------------------------------------------------------------------
+
+Mutex* DBImpl::RowLock(std::string_view table, std::string_view row) {
+  uint64_t h = Hash64(row, Hash64(table));
+  return &row_locks_[h % kRowLockStripes];
+}
+
+Status DBImpl::ValidateMutation(const TableState& table,
+                                const RowMutation& m) const {
+  if (m.empty()) return Status::InvalidArgument("empty mutation");
+  TABLETFS_RETURN_IF_ERROR(ValidateRowKey(m.row()));
+  for (const RowMutation::Op& op : m.ops()) {
+    if (op.type < RowMutation::OpType::kSetCell ||
+        op.type > RowMutation::OpType::kDeleteRow) {
+      return Status::InvalidArgument("unknown mutation op");
+    }
+    if (op.type == RowMutation::OpType::kDeleteRow) continue;
+    if (table.FindFamily(op.family) == nullptr) {
+      return Status::InvalidArgument("unknown family",
+                                     table.name + ":" + op.family);
+    }
+    if (op.type == RowMutation::OpType::kSetCell &&
+        op.value.size() > options_.max_value_bytes) {
+      return Status::InvalidArgument("value of " +
+                                     std::to_string(op.value.size()) +
+                                     " bytes is above the limit of " +
+                                     std::to_string(options_.max_value_bytes));
+    }
+  }
+  return Status::OK();
+}
+
+uint64_t DBImpl::ResolveSpaceReserve() {
+  constexpr uint64_t kMaxDefaultReserve = 64u << 20;
+  if (options_.space_reserve_bytes.has_value()) {
+    Log(LogLevel::kInfo,
+        "space reserve: " + std::to_string(*options_.space_reserve_bytes) +
+            " bytes (space_reserve_bytes)");
+    return *options_.space_reserve_bytes;
+  }
+  Result<uint64_t> size = env_->GetDiskSize(dir_);
+  if (!size.ok()) {
+    // Unknown (an Env without sizes): the largest default, as before sizes
+    // were looked at.
+    Log(LogLevel::kInfo,
+        "space reserve: " + std::to_string(kMaxDefaultReserve) +
+            " bytes (filesystem size unknown: " + size.status().ToString() +
+            ")");
+    return kMaxDefaultReserve;
+  }
+  // A few percent, like ext4's root reserve, so a small disk is not all
+  // reserve; a filesystem that reports no size at all gets none: writes
+  // then fail only with the disk's own ENOSPC.
+  uint64_t reserve = std::min(kMaxDefaultReserve, *size / 32);
+  Log(LogLevel::kInfo,
+      "space reserve: " + std::to_string(reserve) + " bytes (" +
+          (*size == 0 ? std::string("the filesystem reports no size")
+                      : "1/32 of the " + std::to_string(*size) +
+                            "-byte filesystem, at most 64 MiB") +
+          "; set it with space_reserve_bytes)");
+  return reserve;
+}
+
+Status DBImpl::CheckSpace(const RowMutation& m, bool* reclaim) {
+  *reclaim = false;
+  if (space_reserve_ == 0) return Status::OK();
+  Result<uint64_t> free_space = env_->GetFreeSpace(dir_);
+  if (!AddsData(m)) {
+    // A delete always goes in (the reserve is for it). Short of space (less
+    // than twice the reserve free: writers are refused a little before the
+    // reserve is reached) it also asks for the space of what it deletes.
+    *reclaim = free_space.ok() && *free_space / 2 < space_reserve_;
+    return Status::OK();
+  }
+  if (!free_space.ok()) return free_space.status();
+  if (*free_space < space_reserve_) {
+    return Status::NoSpace("free space " + std::to_string(*free_space) +
+                               " bytes is below the space reserve of " +
+                               std::to_string(space_reserve_) +
+                               " bytes (option space_reserve_bytes)",
+                           dir_);
+  }
+  return Status::OK();
+}
+
+void DBImpl::PublishGroup(const std::vector<Writer*>& group) {
+  std::vector<ChangeEvent> events;
+  for (const Writer* x : group) {
+    if (!x->status.ok()) continue;  // refused when revalidated
+    ChangeHub::AppendMutationEvents(x->table, *x->mutation, x->timestamp,
+                                    &events);
+  }
+  changes_.Publish(events);
+}
+
+void DBImpl::PublishDrop(std::string_view table, std::string_view family) {
+  if (!changes_.HasSubscribers()) return;
+  ChangeEvent e;
+  e.table = std::string(table);
+  e.family = std::string(family);
+  e.kind = family.empty() ? ChangeKind::kDropTable : ChangeKind::kDropFamily;
+  e.timestamp = last_ts_;
+  changes_.Publish({e});
+}
+
+Result<std::unique_ptr<ChangeSubscription>> DBImpl::Subscribe(
+    const SubscribeOptions& options) {
+  return changes_.Subscribe(options);
+}
+
+Result<int64_t> DBImpl::Apply(std::string_view table,
+                              const RowMutation& mutation,
+                              const WriteOptions& options) {
+  MutexLock row_lock(RowLock(table, mutation.row()));
+  return WriteLocked(table, mutation, options);
+}
+
+Result<int64_t> DBImpl::WriteLocked(std::string_view table,
+                                    const RowMutation& mutation,
+                                    const WriteOptions& options) {
+  bool reclaim = false;
+  {
+    // Fail early, before queueing, for what needs no ordering.
+    std::shared_ptr<const TableState> t;
+    {
+      MutexLock l(&mu_);
+      auto it = tables_.find(table);
+      if (it == tables_.end()) return Status::NotFound("no such table", table);
+      t = it->second;
+    }
+    TABLETFS_RETURN_IF_ERROR(ValidateMutation(*t, mutation));
+    TABLETFS_RETURN_IF_ERROR(CheckSpace(mutation, &reclaim));
+  }
+
+  Writer w(&mu_);
+  w.table = table;
+  w.mutation = &mutation;
+  w.sync = options.sync;
+
+  MutexLock l(&mu_);
+  writers_.push_back(&w);
+  while (!w.done && &w != writers_.front()) Await(&w.cv);
+  if (w.done) {
+    if (!w.status.ok()) return w.status;
+    if (reclaim) RequestReclaim(table, mutation.row());
+    return w.timestamp;
+  }
+
+  // This writer leads a group. A split or merge in progress goes first.
+  while (writers_quiesced_) Await(&fill_cv_);
+  Status status = bg_error_;
+  if (status.ok()) status = MakeRoomForWrite();
+  while (writers_quiesced_) Await(&fill_cv_);
+  std::vector<Writer*> group;
+  size_t group_bytes = 0;
+  for (Writer* x : writers_) {
+    if (x->mutation == nullptr) break;  // a Flush request: handled alone
+    if (!group.empty() &&
+        group_bytes + x->mutation->ByteSize() > kMaxGroupBytes) {
+      break;
+    }
+    group.push_back(x);
+    group_bytes += x->mutation->ByteSize();
+  }
+
+  std::string record;
+  struct Entry {
+    std::string key;
+    std::string_view value;
+    MemTable* mem = nullptr;
+    uint32_t table_id = 0;
+  };
+  std::vector<Entry> entries;
+  // Keeps the memtables filled alive even if their table is dropped
+  // meanwhile.
+  std::vector<std::shared_ptr<MemTable>> mems;
+  // The active memtable of the tablet holding `key` (a row prefix or an
+  // internal key) of table `table_id`, kept alive in `mems`; nullptr when
+  // the table is gone.
+  auto route = [&](uint32_t table_id, std::string_view key)
+                   REQUIRES(mu_) -> MemTable* {
+    Tablet* tablet = FindTablet(table_id, key);
+    if (tablet == nullptr) return nullptr;
+    if (tablet->mem_first_log == kNoLog) {
+      tablet->mem_first_log = current_log_number_;
+    }
+    if (mems.empty() || mems.back() != tablet->mem) {
+      mems.push_back(tablet->mem);
+    }
+    return tablet->mem.get();
+  };
+  uint64_t seq = last_seq_;
+  int64_t ts = last_ts_;
+  bool sync = false;
+  if (status.ok()) {
+    int64_t now = env_->NowMicros();
+    for (Writer* x : group) {
+      auto it = tables_.find(x->table);
+      if (it == tables_.end()) {
+        x->status = Status::NotFound("no such table", x->table);
+        continue;
+      }
+      const TableState& t = *it->second;
+      // Revalidated here, under mu_, so a family dropped since the early
+      // check cannot be written.
+      x->status = ValidateMutation(t, *x->mutation);
+      if (!x->status.ok()) continue;
+      ts = std::max(now, ts + 1);
+      x->timestamp = ts;
+      sync = sync || x->sync;
+      const std::string& row = x->mutation->row();
+      MemTable* mem = route(t.id, RowPrefix(t.id, row));
+      size_t first_entry = entries.size();
+      for (const RowMutation::Op& op : x->mutation->ops()) {
+        ++seq;
+        uint32_t fid = 0;
+        if (op.type != RowMutation::OpType::kDeleteRow) {
+          fid = t.FindFamily(op.family)->id;
+        }
+        int64_t op_ts = op.timestamp == kServerTimestamp ? ts : op.timestamp;
+        switch (op.type) {
+          case RowMutation::OpType::kSetCell:
+            entries.push_back({VersionKey(t.id, row, fid, op.qualifier, op_ts,
+                                          seq, EntryKind::kPut),
+                               op.value});
+            break;
+          case RowMutation::OpType::kDeleteVersion:
+            entries.push_back({VersionKey(t.id, row, fid, op.qualifier, op_ts,
+                                          seq, EntryKind::kDeleteVersion),
+                               {}});
+            break;
+          case RowMutation::OpType::kDeleteCell:
+            entries.push_back(
+                {CellMarkerKey(t.id, row, fid, op.qualifier, seq), {}});
+            break;
+          case RowMutation::OpType::kDeleteFamily:
+            entries.push_back({FamilyMarkerKey(t.id, row, fid, seq), {}});
+            break;
+          case RowMutation::OpType::kDeleteRow:
+            entries.push_back({RowMarkerKey(t.id, row, seq), {}});
+            break;
+        }
+      }
+      for (size_t i = first_entry; i < entries.size(); ++i) {
+        entries[i].mem = mem;
+        entries[i].table_id = t.id;
+      }
+    }
+    // Timestamps are consumed even when the log write fails below, so a
+    // timestamp is never handed out twice.
+    last_ts_ = ts;
+  }
+
+  if (status.ok() && !entries.empty()) {
+    PutVarint64(&record, seq);
+    PutVarint64(&record, static_cast<uint64_t>(ts));
+    for (const Entry& e : entries) {
+      PutLengthPrefixed(&record, e.key);
+      PutLengthPrefixed(&record, e.value);
+    }
+    uint64_t user_bytes = group_bytes;
+    const uint64_t routed = tablet_generation_;
+    mu_.Unlock();
+    // Only the leader appends to the log. A split, merge or freeze may
+    // change the tablets meanwhile (the log write can block for
+    // milliseconds; it is kept out of their pause).
+    uint64_t log_bytes = 0;
+    {
+      MutexLock lg(&log_mu_);
+      status = log_->AddRecord(record);
+      if (status.ok()) status = sync ? log_->Sync() : log_->Flush();
+      log_bytes = log_->size();
+      if (status.ok() && sync) log_synced_bytes_ = log_bytes;
+    }
+    mu_.Lock();
+    if (status.ok()) {
+      // The memtables are filled without mu_, and the tablets do not change
+      // while leader_filling_ (QuiesceWriters waits for it): route again if
+      // they changed since the entries were routed.
+      while (writers_quiesced_) Await(&fill_cv_);
+      if (tablet_generation_ != routed) {
+        mems.clear();
+        // nullptr: the table was dropped meanwhile.
+        for (Entry& e : entries) e.mem = route(e.table_id, e.key);
+      }
+      leader_filling_ = true;
+      mu_.Unlock();
+      for (const Entry& e : entries) {
+        if (e.mem != nullptr) e.mem->Add(e.key, e.value);
+      }
+      mu_.Lock();
+    }
+    leader_filling_ = false;
+    if (writers_quiesced_) fill_cv_.SignalAll();
+    if (status.ok()) {
+      last_seq_ = seq;
+      if (changes_.HasSubscribers()) PublishGroup(group);
+      mem_added_ += record.size();
+      stat_bytes_user_ += user_bytes;
+      stat_bytes_disk_ += record.size();
+      if (sync) ++stat_log_syncs_;
+      log_file_bytes_ = log_bytes;
+      log_sizes_[current_log_number_] = log_file_bytes_;
+    } else if (status.IsNoSpace()) {
+      // The numbers are burnt, never reused: the record may have reached
+      // the old log whole (then it replays after a crash, like any write
+      // whose outcome the caller could not learn).
+      last_seq_ = seq;
+      // The log may end in a partial record; it reads back as a torn tail
+      // only if nothing follows it, so later writes go to a new log. The
+      // failure is not sticky: the write can be retried once space returns.
+      RollLogAfterFailure();
+    } else {
+      bg_error_ = status;
+      Log(LogLevel::kError, "log write failed: " + status.ToString());
+    }
+  }
+
+  for (Writer* x : group) {
+    if (!status.ok()) x->status = status;
+    x->done = true;
+    if (x != &w) x->cv.Signal();
+    writers_.pop_front();
+  }
+  if (!writers_.empty()) writers_.front()->cv.Signal();
+  if (!w.status.ok()) return w.status;
+  if (reclaim) RequestReclaim(table, mutation.row());
+  return w.timestamp;
+}
+
+Result<AppendResult> DBImpl::Append(std::string_view table,
+                                    std::string_view row,
+                                    std::string_view family,
+                                    std::string_view qualifier,
+                                    std::string_view data,
+                                    const WriteOptions& options) {
+  TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
+  MutexLock row_lock(RowLock(table, row));
+  ReadOptions ro;
+  TABLETFS_ASSIGN_OR_RETURN(std::vector<Cell> cells,
+                            ReadCell(table, row, family, qualifier, ro));
+  std::string value = cells.empty() ? std::string() : std::move(cells[0].value);
+  if (value.size() + data.size() > options_.max_value_bytes) {
+    return Status::InvalidArgument("appended value of " +
+                                   std::to_string(value.size() + data.size()) +
+                                   " bytes is above the limit of " +
+                                   std::to_string(options_.max_value_bytes));
+  }
+  value.append(data);
+  RowMutation m{std::string(row)};
+  m.SetCell(family, qualifier, value);
+  TABLETFS_ASSIGN_OR_RETURN(int64_t ts, WriteLocked(table, m, options));
+  return AppendResult{ts, value.size()};
+}
+
+Result<int64_t> DBImpl::Increment(std::string_view table, std::string_view row,
+                                  std::string_view family,
+                                  std::string_view qualifier, int64_t delta,
+                                  const WriteOptions& options) {
+  TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
+  MutexLock row_lock(RowLock(table, row));
+  ReadOptions ro;
+  TABLETFS_ASSIGN_OR_RETURN(std::vector<Cell> cells,
+                            ReadCell(table, row, family, qualifier, ro));
+  uint64_t current = 0;
+  if (!cells.empty()) {
+    if (cells[0].value.size() != 8) {
+      return Status::InvalidArgument(
+          "increment: value is " + std::to_string(cells[0].value.size()) +
+              " bytes, expected an 8-byte big-endian integer",
+          std::string(family) + ":" + std::string(qualifier));
+    }
+    current = DecodeBigEndian64(cells[0].value.data());
+  }
+  // Wraps around like two's complement arithmetic.
+  uint64_t next = current + static_cast<uint64_t>(delta);
+  std::string encoded;
+  PutBigEndian64(&encoded, next);
+  RowMutation m{std::string(row)};
+  m.SetCell(family, qualifier, encoded);
+  TABLETFS_RETURN_IF_ERROR(WriteLocked(table, m, options).status());
+  return static_cast<int64_t>(next);
+}
+
+Result<bool> DBImpl::CheckAndMutate(std::string_view table,
+                                    std::string_view row,
+                                    const CellCondition& condition,
+                                    const RowMutation& if_true,
+                                    const RowMutation& if_false,
+                                    const WriteOptions& options) {
+  TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
+  for (const RowMutation* m : {&if_true, &if_false}) {
+    if (!m->empty() && m->row() != row) {
+      return Status::InvalidArgument("CheckAndMutate: mutation for row '" +
+                                     m->row() +
+                                     "' differs from the checked row");
+    }
+  }
+  {
+    std::shared_ptr<const TableState> t;
+    {
+      MutexLock l(&mu_);
+      auto it = tables_.find(table);
+      if (it == tables_.end()) return Status::NotFound("no such table", table);
+      t = it->second;
+    }
+    for (const RowMutation* m : {&if_true, &if_false}) {
+      if (!m->empty()) TABLETFS_RETURN_IF_ERROR(ValidateMutation(*t, *m));
+    }
+  }
+  MutexLock row_lock(RowLock(table, row));
+  ReadOptions ro;
+  TABLETFS_ASSIGN_OR_RETURN(
+      std::vector<Cell> cells,
+      ReadCell(table, row, condition.family, condition.qualifier, ro));
+  bool holds = false;
+  switch (condition.op) {
+    case CellCondition::Op::kExists:
+      holds = !cells.empty();
+      break;
+    case CellCondition::Op::kNotExists:
+      holds = cells.empty();
+      break;
+    case CellCondition::Op::kEquals:
+      holds = !cells.empty() && cells[0].value == condition.value;
+      break;
+  }
+  const RowMutation& chosen = holds ? if_true : if_false;
+  if (!chosen.empty()) {
+    TABLETFS_RETURN_IF_ERROR(WriteLocked(table, chosen, options).status());
+  }
+  return holds;
+}
+
+}  // namespace tabletfs

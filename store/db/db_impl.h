@@ -196,6 +196,64 @@ class DBImpl final : public DB {
   // Publishes a schema drop (family empty: the table).
   void PublishDrop(std::string_view table, std::string_view family)
       REQUIRES(mu_);
+  // The write group (db_write.cc), in the order the leader runs it.
+  //
+  // One entry of a group's log record, routed to its tablet's memtable.
+  struct GroupEntry {
+    std::string key;
+    std::string_view value;
+    MemTable* mem = nullptr;  // nullptr: its table is gone
+    uint32_t table_id = 0;
+  };
+  // What a leader commits: the entries of its group's writers, the last
+  // sequence number and timestamp they use, and the memtables they go to
+  // (kept alive even if their table is dropped meanwhile).
+  struct GroupBatch {
+    std::vector<GroupEntry> entries;
+    std::vector<std::shared_ptr<MemTable>> mems;
+    uint64_t seq = 0;
+    int64_t ts = 0;
+    bool sync = false;
+  };
+  // NotFound, InvalidArgument or NoSpace for a write that can be refused
+  // before it queues; *reclaim as CheckSpace.
+  Status CheckBeforeQueueing(std::string_view table,
+                             const RowMutation& mutation, bool* reclaim)
+      EXCLUDES(mu_);
+  // Commits the group at the front of writers_, led by `self`, and marks
+  // its writers done.
+  void LeadGroup(Writer* self) REQUIRES(mu_);
+  // The writers at the front of writers_ that one log record takes (up to
+  // kMaxGroupBytes, never a sync or flush request); *group_bytes their
+  // size.
+  std::vector<Writer*> TakeGroup(size_t* group_bytes) REQUIRES(mu_);
+  // Revalidates each writer, assigns timestamps and sequence numbers, and
+  // builds the routed entries into *batch.
+  void PrepareGroup(const std::vector<Writer*>& group, GroupBatch* batch)
+      REQUIRES(mu_);
+  // The internal key (and value) of one operation.
+  static void AppendOpEntry(const TableState& t, const std::string& row,
+                            const RowMutation::Op& op, uint64_t seq,
+                            int64_t server_ts,
+                            std::vector<GroupEntry>* entries);
+  // The active memtable of the tablet holding `key` (a row prefix or an
+  // internal key) of table `table_id`, kept alive in batch->mems; nullptr
+  // when the table is gone.
+  MemTable* RouteEntry(uint32_t table_id, std::string_view key,
+                       GroupBatch* batch) REQUIRES(mu_);
+  // Writes the log record (without mu_), fills the memtables, then
+  // publishes the group or handles the failure. Returns the log's status.
+  Status CommitGroup(const std::vector<Writer*>& group, size_t group_bytes,
+                     GroupBatch* batch) REQUIRES(mu_);
+  Status AppendToLog(const std::string& record, bool sync,
+                     uint64_t* log_bytes) EXCLUDES(mu_, log_mu_);
+  // Fills the memtables without mu_ (leader_filling_ set), routing again
+  // when the tablets changed since `routed` (a tablet_generation_).
+  void FillMemtables(uint64_t routed, GroupBatch* batch) REQUIRES(mu_);
+  // Marks the group's writers done (with `status` when it failed), wakes
+  // them and the next leader.
+  void FinishGroup(const std::vector<Writer*>& group, const Status& status,
+                   Writer* self) REQUIRES(mu_);
   // Validates `mutation` for `table` without changing anything.
   Status ValidateMutation(const TableState& table, const RowMutation& m) const;
   // Queues and commits; REQUIRES: the row lock of the mutation's row held

@@ -141,22 +141,25 @@ Result<int64_t> DBImpl::Apply(std::string_view table,
   return WriteLocked(table, mutation, options);
 }
 
+Status DBImpl::CheckBeforeQueueing(std::string_view table,
+                                   const RowMutation& mutation, bool* reclaim) {
+  std::shared_ptr<const TableState> t;
+  {
+    MutexLock l(&mu_);
+    auto it = tables_.find(table);
+    if (it == tables_.end()) return Status::NotFound("no such table", table);
+    t = it->second;
+  }
+  TABLETFS_RETURN_IF_ERROR(ValidateMutation(*t, mutation));
+  return CheckSpace(mutation, reclaim);
+}
+
 Result<int64_t> DBImpl::WriteLocked(std::string_view table,
                                     const RowMutation& mutation,
                                     const WriteOptions& options) {
+  // Fail early, before queueing, for what needs no ordering.
   bool reclaim = false;
-  {
-    // Fail early, before queueing, for what needs no ordering.
-    std::shared_ptr<const TableState> t;
-    {
-      MutexLock l(&mu_);
-      auto it = tables_.find(table);
-      if (it == tables_.end()) return Status::NotFound("no such table", table);
-      t = it->second;
-    }
-    TABLETFS_RETURN_IF_ERROR(ValidateMutation(*t, mutation));
-    TABLETFS_RETURN_IF_ERROR(CheckSpace(mutation, &reclaim));
-  }
+  TABLETFS_RETURN_IF_ERROR(CheckBeforeQueueing(table, mutation, &reclaim));
 
   Writer w(&mu_);
   w.table = table;
@@ -166,192 +169,212 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
   MutexLock l(&mu_);
   writers_.push_back(&w);
   while (!w.done && &w != writers_.front()) Await(&w.cv);
-  if (w.done) {
-    if (!w.status.ok()) return w.status;
-    if (reclaim) RequestReclaim(table, mutation.row());
-    return w.timestamp;
-  }
+  // Not done by a leader before it: this writer leads the next group.
+  if (!w.done) LeadGroup(&w);
+  if (!w.status.ok()) return w.status;
+  if (reclaim) RequestReclaim(table, mutation.row());
+  return w.timestamp;
+}
 
-  // This writer leads a group. A split or merge in progress goes first.
+void DBImpl::LeadGroup(Writer* self) {
+  // A split or merge in progress goes first.
   while (writers_quiesced_) Await(&fill_cv_);
   Status status = bg_error_;
   if (status.ok()) status = MakeRoomForWrite();
   while (writers_quiesced_) Await(&fill_cv_);
-  std::vector<Writer*> group;
   size_t group_bytes = 0;
+  std::vector<Writer*> group = TakeGroup(&group_bytes);
+  if (status.ok()) {
+    GroupBatch batch;
+    PrepareGroup(group, &batch);
+    if (!batch.entries.empty()) {
+      status = CommitGroup(group, group_bytes, &batch);
+    }
+  }
+  FinishGroup(group, status, self);
+}
+
+std::vector<DBImpl::Writer*> DBImpl::TakeGroup(size_t* group_bytes) {
+  std::vector<Writer*> group;
+  *group_bytes = 0;
   for (Writer* x : writers_) {
     if (x->mutation == nullptr) break;  // a Flush request: handled alone
     if (!group.empty() &&
-        group_bytes + x->mutation->ByteSize() > kMaxGroupBytes) {
+        *group_bytes + x->mutation->ByteSize() > kMaxGroupBytes) {
       break;
     }
     group.push_back(x);
-    group_bytes += x->mutation->ByteSize();
+    *group_bytes += x->mutation->ByteSize();
   }
+  return group;
+}
 
+MemTable* DBImpl::RouteEntry(uint32_t table_id, std::string_view key,
+                             GroupBatch* batch) {
+  Tablet* tablet = FindTablet(table_id, key);
+  if (tablet == nullptr) return nullptr;
+  if (tablet->mem_first_log == kNoLog) {
+    tablet->mem_first_log = current_log_number_;
+  }
+  if (batch->mems.empty() || batch->mems.back() != tablet->mem) {
+    batch->mems.push_back(tablet->mem);
+  }
+  return tablet->mem.get();
+}
+
+void DBImpl::PrepareGroup(const std::vector<Writer*>& group,
+                          GroupBatch* batch) {
+  batch->seq = last_seq_;
+  batch->ts = last_ts_;
+  const int64_t now = env_->NowMicros();
+  for (Writer* x : group) {
+    auto it = tables_.find(x->table);
+    if (it == tables_.end()) {
+      x->status = Status::NotFound("no such table", x->table);
+      continue;
+    }
+    const TableState& t = *it->second;
+    // Revalidated here, under mu_, so a family dropped since the early
+    // check cannot be written.
+    x->status = ValidateMutation(t, *x->mutation);
+    if (!x->status.ok()) continue;
+    batch->ts = std::max(now, batch->ts + 1);
+    x->timestamp = batch->ts;
+    batch->sync = batch->sync || x->sync;
+    const std::string& row = x->mutation->row();
+    MemTable* mem = RouteEntry(t.id, RowPrefix(t.id, row), batch);
+    const size_t first_entry = batch->entries.size();
+    for (const RowMutation::Op& op : x->mutation->ops()) {
+      AppendOpEntry(t, row, op, ++batch->seq, x->timestamp, &batch->entries);
+    }
+    for (size_t i = first_entry; i < batch->entries.size(); ++i) {
+      batch->entries[i].mem = mem;
+      batch->entries[i].table_id = t.id;
+    }
+  }
+  // Timestamps are consumed even when the log write fails later, so a
+  // timestamp is never handed out twice.
+  last_ts_ = batch->ts;
+}
+
+void DBImpl::AppendOpEntry(const TableState& t, const std::string& row,
+                           const RowMutation::Op& op, uint64_t seq,
+                           int64_t server_ts,
+                           std::vector<GroupEntry>* entries) {
+  uint32_t fid = 0;
+  if (op.type != RowMutation::OpType::kDeleteRow) {
+    fid = t.FindFamily(op.family)->id;
+  }
+  const int64_t ts =
+      op.timestamp == kServerTimestamp ? server_ts : op.timestamp;
+  switch (op.type) {
+    case RowMutation::OpType::kSetCell:
+      entries->push_back(
+          {VersionKey(t.id, row, fid, op.qualifier, ts, seq, EntryKind::kPut),
+           op.value});
+      break;
+    case RowMutation::OpType::kDeleteVersion:
+      entries->push_back({VersionKey(t.id, row, fid, op.qualifier, ts, seq,
+                                     EntryKind::kDeleteVersion),
+                          {}});
+      break;
+    case RowMutation::OpType::kDeleteCell:
+      entries->push_back(
+          {CellMarkerKey(t.id, row, fid, op.qualifier, seq), {}});
+      break;
+    case RowMutation::OpType::kDeleteFamily:
+      entries->push_back({FamilyMarkerKey(t.id, row, fid, seq), {}});
+      break;
+    case RowMutation::OpType::kDeleteRow:
+      entries->push_back({RowMarkerKey(t.id, row, seq), {}});
+      break;
+  }
+}
+
+Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
+                           size_t group_bytes, GroupBatch* batch) {
   std::string record;
-  struct Entry {
-    std::string key;
-    std::string_view value;
-    MemTable* mem = nullptr;
-    uint32_t table_id = 0;
-  };
-  std::vector<Entry> entries;
-  // Keeps the memtables filled alive even if their table is dropped
-  // meanwhile.
-  std::vector<std::shared_ptr<MemTable>> mems;
-  // The active memtable of the tablet holding `key` (a row prefix or an
-  // internal key) of table `table_id`, kept alive in `mems`; nullptr when
-  // the table is gone.
-  auto route = [&](uint32_t table_id, std::string_view key)
-                   REQUIRES(mu_) -> MemTable* {
-    Tablet* tablet = FindTablet(table_id, key);
-    if (tablet == nullptr) return nullptr;
-    if (tablet->mem_first_log == kNoLog) {
-      tablet->mem_first_log = current_log_number_;
-    }
-    if (mems.empty() || mems.back() != tablet->mem) {
-      mems.push_back(tablet->mem);
-    }
-    return tablet->mem.get();
-  };
-  uint64_t seq = last_seq_;
-  int64_t ts = last_ts_;
-  bool sync = false;
+  PutVarint64(&record, batch->seq);
+  PutVarint64(&record, static_cast<uint64_t>(batch->ts));
+  for (const GroupEntry& e : batch->entries) {
+    PutLengthPrefixed(&record, e.key);
+    PutLengthPrefixed(&record, e.value);
+  }
+  const uint64_t routed = tablet_generation_;
+  mu_.Unlock();
+  // Only the leader appends to the log. A split, merge or freeze may
+  // change the tablets meanwhile (the log write can block for
+  // milliseconds; it is kept out of their pause).
+  uint64_t log_bytes = 0;
+  Status status = AppendToLog(record, batch->sync, &log_bytes);
+  mu_.Lock();
+  if (status.ok()) FillMemtables(routed, batch);
+  leader_filling_ = false;
+  if (writers_quiesced_) fill_cv_.SignalAll();
   if (status.ok()) {
-    int64_t now = env_->NowMicros();
-    for (Writer* x : group) {
-      auto it = tables_.find(x->table);
-      if (it == tables_.end()) {
-        x->status = Status::NotFound("no such table", x->table);
-        continue;
-      }
-      const TableState& t = *it->second;
-      // Revalidated here, under mu_, so a family dropped since the early
-      // check cannot be written.
-      x->status = ValidateMutation(t, *x->mutation);
-      if (!x->status.ok()) continue;
-      ts = std::max(now, ts + 1);
-      x->timestamp = ts;
-      sync = sync || x->sync;
-      const std::string& row = x->mutation->row();
-      MemTable* mem = route(t.id, RowPrefix(t.id, row));
-      size_t first_entry = entries.size();
-      for (const RowMutation::Op& op : x->mutation->ops()) {
-        ++seq;
-        uint32_t fid = 0;
-        if (op.type != RowMutation::OpType::kDeleteRow) {
-          fid = t.FindFamily(op.family)->id;
-        }
-        int64_t op_ts = op.timestamp == kServerTimestamp ? ts : op.timestamp;
-        switch (op.type) {
-          case RowMutation::OpType::kSetCell:
-            entries.push_back({VersionKey(t.id, row, fid, op.qualifier, op_ts,
-                                          seq, EntryKind::kPut),
-                               op.value});
-            break;
-          case RowMutation::OpType::kDeleteVersion:
-            entries.push_back({VersionKey(t.id, row, fid, op.qualifier, op_ts,
-                                          seq, EntryKind::kDeleteVersion),
-                               {}});
-            break;
-          case RowMutation::OpType::kDeleteCell:
-            entries.push_back(
-                {CellMarkerKey(t.id, row, fid, op.qualifier, seq), {}});
-            break;
-          case RowMutation::OpType::kDeleteFamily:
-            entries.push_back({FamilyMarkerKey(t.id, row, fid, seq), {}});
-            break;
-          case RowMutation::OpType::kDeleteRow:
-            entries.push_back({RowMarkerKey(t.id, row, seq), {}});
-            break;
-        }
-      }
-      for (size_t i = first_entry; i < entries.size(); ++i) {
-        entries[i].mem = mem;
-        entries[i].table_id = t.id;
-      }
-    }
-    // Timestamps are consumed even when the log write fails below, so a
-    // timestamp is never handed out twice.
-    last_ts_ = ts;
+    last_seq_ = batch->seq;
+    if (changes_.HasSubscribers()) PublishGroup(group);
+    mem_added_ += record.size();
+    stat_bytes_user_ += group_bytes;
+    stat_bytes_disk_ += record.size();
+    if (batch->sync) ++stat_log_syncs_;
+    log_file_bytes_ = log_bytes;
+    log_sizes_[current_log_number_] = log_file_bytes_;
+  } else if (status.IsNoSpace()) {
+    // The numbers are burnt, never reused: the record may have reached
+    // the old log whole (then it replays after a crash, like any write
+    // whose outcome the caller could not learn).
+    last_seq_ = batch->seq;
+    // The log may end in a partial record; it reads back as a torn tail
+    // only if nothing follows it, so later writes go to a new log. The
+    // failure is not sticky: the write can be retried once space returns.
+    RollLogAfterFailure();
+  } else {
+    bg_error_ = status;
+    Log(LogLevel::kError, "log write failed: " + status.ToString());
   }
+  return status;
+}
 
-  if (status.ok() && !entries.empty()) {
-    PutVarint64(&record, seq);
-    PutVarint64(&record, static_cast<uint64_t>(ts));
-    for (const Entry& e : entries) {
-      PutLengthPrefixed(&record, e.key);
-      PutLengthPrefixed(&record, e.value);
-    }
-    uint64_t user_bytes = group_bytes;
-    const uint64_t routed = tablet_generation_;
-    mu_.Unlock();
-    // Only the leader appends to the log. A split, merge or freeze may
-    // change the tablets meanwhile (the log write can block for
-    // milliseconds; it is kept out of their pause).
-    uint64_t log_bytes = 0;
-    {
-      MutexLock lg(&log_mu_);
-      status = log_->AddRecord(record);
-      if (status.ok()) status = sync ? log_->Sync() : log_->Flush();
-      log_bytes = log_->size();
-      if (status.ok() && sync) log_synced_bytes_ = log_bytes;
-    }
-    mu_.Lock();
-    if (status.ok()) {
-      // The memtables are filled without mu_, and the tablets do not change
-      // while leader_filling_ (QuiesceWriters waits for it): route again if
-      // they changed since the entries were routed.
-      while (writers_quiesced_) Await(&fill_cv_);
-      if (tablet_generation_ != routed) {
-        mems.clear();
-        // nullptr: the table was dropped meanwhile.
-        for (Entry& e : entries) e.mem = route(e.table_id, e.key);
-      }
-      leader_filling_ = true;
-      mu_.Unlock();
-      for (const Entry& e : entries) {
-        if (e.mem != nullptr) e.mem->Add(e.key, e.value);
-      }
-      mu_.Lock();
-    }
-    leader_filling_ = false;
-    if (writers_quiesced_) fill_cv_.SignalAll();
-    if (status.ok()) {
-      last_seq_ = seq;
-      if (changes_.HasSubscribers()) PublishGroup(group);
-      mem_added_ += record.size();
-      stat_bytes_user_ += user_bytes;
-      stat_bytes_disk_ += record.size();
-      if (sync) ++stat_log_syncs_;
-      log_file_bytes_ = log_bytes;
-      log_sizes_[current_log_number_] = log_file_bytes_;
-    } else if (status.IsNoSpace()) {
-      // The numbers are burnt, never reused: the record may have reached
-      // the old log whole (then it replays after a crash, like any write
-      // whose outcome the caller could not learn).
-      last_seq_ = seq;
-      // The log may end in a partial record; it reads back as a torn tail
-      // only if nothing follows it, so later writes go to a new log. The
-      // failure is not sticky: the write can be retried once space returns.
-      RollLogAfterFailure();
-    } else {
-      bg_error_ = status;
-      Log(LogLevel::kError, "log write failed: " + status.ToString());
+Status DBImpl::AppendToLog(const std::string& record, bool sync,
+                           uint64_t* log_bytes) {
+  MutexLock lg(&log_mu_);
+  Status status = log_->AddRecord(record);
+  if (status.ok()) status = sync ? log_->Sync() : log_->Flush();
+  *log_bytes = log_->size();
+  if (status.ok() && sync) log_synced_bytes_ = *log_bytes;
+  return status;
+}
+
+void DBImpl::FillMemtables(uint64_t routed, GroupBatch* batch) {
+  // The memtables are filled without mu_, and the tablets do not change
+  // while leader_filling_ (QuiesceWriters waits for it): route again if
+  // they changed since the entries were routed.
+  while (writers_quiesced_) Await(&fill_cv_);
+  if (tablet_generation_ != routed) {
+    batch->mems.clear();
+    // nullptr: the table was dropped meanwhile.
+    for (GroupEntry& e : batch->entries) {
+      e.mem = RouteEntry(e.table_id, e.key, batch);
     }
   }
+  leader_filling_ = true;
+  mu_.Unlock();
+  for (const GroupEntry& e : batch->entries) {
+    if (e.mem != nullptr) e.mem->Add(e.key, e.value);
+  }
+  mu_.Lock();
+}
 
+void DBImpl::FinishGroup(const std::vector<Writer*>& group,
+                         const Status& status, Writer* self) {
   for (Writer* x : group) {
     if (!status.ok()) x->status = status;
     x->done = true;
-    if (x != &w) x->cv.Signal();
+    if (x != self) x->cv.Signal();
     writers_.pop_front();
   }
   if (!writers_.empty()) writers_.front()->cv.Signal();
-  if (!w.status.ok()) return w.status;
-  if (reclaim) RequestReclaim(table, mutation.row());
-  return w.timestamp;
 }
 
 Result<AppendResult> DBImpl::Append(std::string_view table,

@@ -9,6 +9,14 @@
 //                      store/doc/key_format.md "Log records"
 //   NNNNNN.sst         SSTables (store/doc/table_format.md)
 //
+// Source files, by concern: db_impl.cc (open, close, schema, maintenance
+// requests), db_recovery.cc (manifest, log replay), db_write.cc (the
+// write queue and its group commit), db_read.cc (reads, scanners,
+// snapshots), db_tablets.cc (splits and merges), db_background.cc
+// (freezing, flushing, the background thread, the commit interval),
+// db_compaction.cc (writing SSTables, picking and running compactions),
+// db_files.cc (file lifetimes, value files).
+//
 // Concurrency: one mutex (mu_) guards the engine state; it is never held
 // across file I/O. Writers queue (writers_); the front writer commits a
 // group: it assigns sequence numbers and timestamps under mu_, then writes
@@ -340,7 +348,8 @@ class DBImpl final : public DB {
   void StartBackground() EXCLUDES(mu_);
   void StopBackground() EXCLUDES(mu_);
 
-  // ---- Background work (db_background.cc) ----
+  // ---- Background work (db_background.cc, db_compaction.cc,
+  // db_files.cc) ----
   struct Compaction {
     std::shared_ptr<Tablet> tablet;
     int level = 0;  // input level; inputs[1] come from level + 1

@@ -1,0 +1,160 @@
+// DBImpl: the lifetimes of SSTables and value files (live while a version
+// holds them, deleted once obsolete, orphans removed at open) and reading
+// large values from value files.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+
+#include "store/db/db_impl.h"
+#include "store/util/coding.h"
+
+namespace tabletfs {
+
+// ---------------------------------------------------------------------------
+// File lifetimes
+// ---------------------------------------------------------------------------
+
+std::shared_ptr<const FileMeta> DBImpl::MakeLiveFile(const FileMeta& meta) {
+  {
+    MutexLock l(&files_mu_);
+    for (uint64_t vf : meta.value_files) {
+      if (value_file_refs_[vf]++ == 0 && value_file_sizes_.count(vf) == 0) {
+        Result<uint64_t> size = env_->GetFileSize(FileName(vf, ".vlf"));
+        value_file_sizes_[vf] = size.ok() ? *size : 0;
+      }
+    }
+  }
+  // The last holder (a version, a reader's pinned state, a compaction) to
+  // let go marks the file obsolete; the background thread deletes it.
+  return std::shared_ptr<const FileMeta>(
+      new FileMeta(meta), [this](const FileMeta* f) {
+        FileReleased(f->number, f->value_files);
+        delete f;
+      });
+}
+
+void DBImpl::FileReleased(uint64_t number,
+                          const std::vector<uint64_t>& value_files) {
+  if (closing_.load()) return;  // the files stay for the next open
+  MutexLock l(&files_mu_);
+  obsolete_tables_.push_back(number);
+  for (uint64_t vf : value_files) {
+    auto it = value_file_refs_.find(vf);
+    if (it != value_file_refs_.end() && --it->second == 0) {
+      value_file_refs_.erase(it);
+      obsolete_value_files_.push_back(vf);
+    }
+  }
+}
+
+void DBImpl::DeleteObsoleteFiles() {
+  std::vector<uint64_t> tables, values;
+  {
+    MutexLock l(&files_mu_);
+    tables.swap(obsolete_tables_);
+    values.swap(obsolete_value_files_);
+    for (uint64_t vf : values) value_file_sizes_.erase(vf);
+  }
+  for (uint64_t vf : values) value_readers_.Erase(vf);
+  for (uint64_t n : tables) {
+    table_cache_->Evict(n);
+    env_->RemoveFile(TableFileName(dir_, n)).IgnoreError();
+  }
+  for (uint64_t n : values) env_->RemoveFile(FileName(n, ".vlf")).IgnoreError();
+  // Logs older than the manifest's log number hold only flushed entries.
+  uint64_t log_number;
+  {
+    MutexLock l(&mu_);
+    log_number = log_number_;
+    std::erase_if(log_sizes_,
+                  [&](const auto& e) { return e.first < log_number; });
+    std::erase_if(live_files_,
+                  [](const auto& e) { return e.second.expired(); });
+  }
+  Result<std::vector<std::string>> children = env_->GetChildren(dir_);
+  if (!children.ok()) return;
+  for (const std::string& name : *children) {
+    uint64_t number;
+    if (name.ends_with(".log") && name[0] >= '0' && name[0] <= '9' &&
+        std::sscanf(name.c_str(), "%" SCNu64, &number) == 1 &&
+        number < log_number) {
+      env_->RemoveFile(dir_ + "/" + name).IgnoreError();
+      Log(LogLevel::kDebug, "deleted flushed log " + name);
+    }
+  }
+}
+
+Status DBImpl::RemoveOrphans() {
+  std::set<uint64_t> live_tables, live_values;
+  uint64_t log_number, manifest;
+  {
+    MutexLock s(&schema_mu_);
+    manifest = manifest_number_;
+  }
+  {
+    MutexLock l(&mu_);
+    log_number = log_number_;
+    for (const auto& [id, t] : tablets_) {
+      for (const auto& level : t->version->levels) {
+        for (const auto& f : level) {
+          live_tables.insert(f->number);
+          live_values.insert(f->value_files.begin(), f->value_files.end());
+        }
+      }
+    }
+  }
+  TABLETFS_ASSIGN_OR_RETURN(std::vector<std::string> children,
+                            env_->GetChildren(dir_));
+  for (const std::string& name : children) {
+    uint64_t number = 0;
+    bool remove = false;
+    if (name.starts_with("MANIFEST-")) {
+      remove = std::sscanf(name.c_str() + 9, "%" SCNu64, &number) == 1 &&
+               number != manifest;
+    } else if (name == "CURRENT.tmp") {
+      remove = true;
+    } else if (std::sscanf(name.c_str(), "%" SCNu64, &number) == 1) {
+      if (name.ends_with(".sst")) remove = live_tables.count(number) == 0;
+      if (name.ends_with(".vlf")) remove = live_values.count(number) == 0;
+      if (name.ends_with(".log")) remove = number < log_number;
+    }
+    if (remove) {
+      Log(LogLevel::kInfo, "removing obsolete file " + name);
+      env_->RemoveFile(dir_ + "/" + name).IgnoreError();
+    }
+  }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// Reads from files
+// ---------------------------------------------------------------------------
+
+uint64_t DBImpl::ValueRefSize(std::string_view ref) {
+  Result<ValueRef> r = ValueRef::DecodeFrom(ref);
+  return r.ok() ? r->size : 0;
+}
+
+Result<std::shared_ptr<ValueFileReader>> DBImpl::GetValueReader(
+    uint64_t number) {
+  if (std::optional<std::shared_ptr<ValueFileReader>> cached =
+          value_readers_.Lookup(number)) {
+    return *cached;
+  }
+  TABLETFS_ASSIGN_OR_RETURN(
+      std::unique_ptr<ValueFileReader> reader,
+      ValueFileReader::Open(env_, FileName(number, ".vlf")));
+  std::shared_ptr<ValueFileReader> shared = std::move(reader);
+  value_readers_.Insert(number, shared, 1);
+  return shared;
+}
+
+Result<std::string> DBImpl::LoadValue(EntryKind kind, std::string_view raw) {
+  if (kind == EntryKind::kPut) return std::string(raw);
+  TABLETFS_ASSIGN_OR_RETURN(ValueRef ref, ValueRef::DecodeFrom(raw));
+  TABLETFS_ASSIGN_OR_RETURN(std::shared_ptr<ValueFileReader> reader,
+                            GetValueReader(ref.file_number));
+  return reader->Read(ref);
+}
+
+}  // namespace tabletfs

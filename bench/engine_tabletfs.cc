@@ -128,7 +128,15 @@ class TabletfsEngine : public Engine {
     report.detail = "files_per_level=" + (files.empty() ? "-" : files) +
                     ";flushes=" + std::to_string(stats.flushes) +
                     ";compactions=" + std::to_string(stats.compactions) +
-                    ";stalls=" + std::to_string(stats.write_stalls);
+                    ";stalls=" + std::to_string(stats.write_stalls) +
+                    ";point_reads=" + std::to_string(stats.point_reads) +
+                    ";table_block_reads=" +
+                    std::to_string(stats.table_block_reads) +
+                    ";table_read_bytes=" +
+                    std::to_string(stats.table_read_bytes) +
+                    ";cache_hits=" + std::to_string(stats.block_cache_hits) +
+                    ";cache_misses=" +
+                    std::to_string(stats.block_cache_misses);
     return report;
   }
 

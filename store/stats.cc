@@ -45,6 +45,10 @@ std::string DbStats::ToString() const {
                              static_cast<double>(lookups))
       << "\n";
   out << "bloom_useful " << bloom_useful << "\n";
+  out << "point_reads " << point_reads << "\n";
+  out << "scans " << scans << "\n";
+  out << "table_block_reads " << table_block_reads << "\n";
+  out << "table_read_bytes " << table_read_bytes << "\n";
   out << "write_stalls " << write_stalls << "\n";
   out << "tablets " << tablets << "\n";
   out << "tablet_splits " << tablet_splits << "\n";

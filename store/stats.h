@@ -40,6 +40,14 @@ struct DbStats {
   uint64_t block_cache_hits = 0;
   uint64_t block_cache_misses = 0;
   uint64_t bloom_useful = 0;  // lookups a filter answered
+  // Reads since open: point reads (ReadRow, ReadCell and the reads inside
+  // Append, Increment, CheckAndMutate), scanners opened, and the data
+  // blocks readers fetched from table files (block-cache misses that went
+  // to the file, compactions included) with their stored bytes.
+  uint64_t point_reads = 0;
+  uint64_t scans = 0;
+  uint64_t table_block_reads = 0;
+  uint64_t table_read_bytes = 0;
   uint64_t write_stalls = 0;
   uint64_t tablets = 0;
   uint64_t tablet_splits = 0;  // since open

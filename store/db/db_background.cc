@@ -563,6 +563,7 @@ TableOptions DBImpl::MakeTableOptions() {
   to.block_size = options_.block_size;
   to.bloom_bits_per_key = options_.bloom_bits_per_key;
   to.block_cache = block_cache_.get();
+  to.read_counters = &table_reads_;
   // See store/doc/key_format.md "Bloom filter keys": markers add keys of
   // their own so a cell read can tell whether a file may hold a marker
   // covering the cell.
@@ -792,6 +793,12 @@ DbStats DBImpl::GetStats() {
   s.block_cache_hits = block_cache_->hits();
   s.block_cache_misses = block_cache_->misses();
   s.bloom_useful = stat_bloom_useful_.load(std::memory_order_relaxed);
+  s.point_reads = stat_point_reads_.load(std::memory_order_relaxed);
+  s.scans = stat_scans_.load(std::memory_order_relaxed);
+  s.table_block_reads =
+      table_reads_.block_reads.load(std::memory_order_relaxed);
+  s.table_read_bytes =
+      table_reads_.block_read_bytes.load(std::memory_order_relaxed);
   s.write_stalls = stat_write_stalls_;
   s.last_sequence = last_seq_;
   s.last_timestamp = last_ts_;

@@ -433,9 +433,13 @@ class DBImpl final : public DB {
   std::unique_ptr<FileLock> lock_;
   // Set before members are destroyed: released files are then left alone.
   std::atomic<bool> closing_{false};
+  // Before the caches: every table they hold counts its reads here.
+  TableReadCounters table_reads_;
   std::unique_ptr<BlockCache> block_cache_;
   std::unique_ptr<TableCache> table_cache_;
   std::atomic<uint64_t> stat_bloom_useful_{0};
+  std::atomic<uint64_t> stat_point_reads_{0};
+  std::atomic<uint64_t> stat_scans_{0};
 
   // Leaf lock for file lifetimes (taken inside mu_ when a version dies).
   Mutex files_mu_ ACQUIRED_AFTER(mu_);

@@ -240,6 +240,7 @@ std::unique_ptr<CellCursor> DBImpl::NewPointCursor(
     const ReadState& state, const ReadOptions& options, std::string_view row,
     std::string_view row_prefix, const std::vector<std::string>& cell_keys,
     std::string stop_key, bool use_filter) {
+  stat_point_reads_.fetch_add(1, std::memory_order_relaxed);
   // The row lies in one tablet (PinReadState with one_row).
   const TabletView& view = state.tablets.front();
   std::vector<std::unique_ptr<Iterator>> children;
@@ -344,6 +345,7 @@ Result<std::unique_ptr<Scanner>> DBImpl::NewScanner(
   TABLETFS_ASSIGN_OR_RETURN(
       ReadState state,
       PinReadState(table, options.read, first_row, options.end_row, false));
+  stat_scans_.fetch_add(1, std::memory_order_relaxed);
   auto cursor = NewCursor(state, options.read, options.start_row,
                           options.end_row, options.prefix);
   cursor->SeekToFirst();

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
@@ -193,6 +194,48 @@ class PosixRandomAccessFile final : public RandomAccessFile {
  private:
   const std::string path_;
   const ScopedFd fd_;
+};
+
+// Mapped read-only files (SSTables, value files) at most, process-wide: a
+// mapping needs no descriptor once made, so this bounds address space and
+// the kernel's map count (vm.max_map_count, 65,530 by default), not
+// descriptors. Past it files are read with pread(2). LevelDB allows 1,000;
+// here the table and value-file caches may each hold max_open_tables (1,000
+// by default), and evicted files stay mapped while an iterator holds them.
+constexpr int kMaxMappedFiles = 4096;
+std::atomic<int> mapped_files_left{kMaxMappedFiles};
+
+// A whole read-only file mapped into memory: a read is a bounds check and a
+// pointer into the mapping, no system call and no copy, and the page cache
+// serves it (LevelDB's PosixMmapReadableFile). The descriptor is closed
+// once mapped. Files read this way never change or shrink while open
+// (SSTables and value files are immutable), so no access faults past the
+// end. The cost: a disk error while the kernel fills a page is a SIGBUS,
+// not an IOError (store/doc/env.md).
+class PosixMmapRandomAccessFile final : public RandomAccessFile {
+ public:
+  PosixMmapRandomAccessFile(std::string path, const char* base, size_t size)
+      : path_(std::move(path)), base_(base), size_(size) {}
+  ~PosixMmapRandomAccessFile() override {
+    ::munmap(const_cast<char*>(base_), size_);
+    mapped_files_left.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  Status Read(uint64_t offset, size_t n, std::string_view* result,
+              char* /*scratch*/) const override {
+    if (offset > size_) {
+      *result = {};
+      return Status::OK();  // past the end: an empty read, as pread's
+    }
+    *result = std::string_view(base_ + offset,
+                               std::min<uint64_t>(n, size_ - offset));
+    return Status::OK();
+  }
+
+ private:
+  const std::string path_;
+  const char* const base_;
+  const size_t size_;
 };
 
 // Errors are sticky: after a failed write(2) the file's tail is unknown
@@ -403,6 +446,21 @@ class PosixEnv final : public Env {
       const std::string& path) override {
     ScopedFd fd(OpenRetrying(path.c_str(), O_RDONLY));
     if (!fd.valid()) return PosixError("open", path, errno);
+    if (mapped_files_left.fetch_sub(1, std::memory_order_relaxed) > 0) {
+      struct stat st;
+      if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) &&
+          st.st_size > 0) {
+        size_t size = static_cast<size_t>(st.st_size);
+        void* base = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
+        if (base != MAP_FAILED) {
+          return std::unique_ptr<RandomAccessFile>(
+              std::make_unique<PosixMmapRandomAccessFile>(
+                  path, static_cast<const char*>(base), size));
+        }
+      }
+      // Empty, special or not mappable: read it with pread.
+    }
+    mapped_files_left.fetch_add(1, std::memory_order_relaxed);
     return std::unique_ptr<RandomAccessFile>(
         std::make_unique<PosixRandomAccessFile>(path, std::move(fd)));
   }

@@ -1,20 +1,32 @@
 #include "store/table/block.h"
 
 #include <cassert>
+#include <cstring>
 
 #include "store/util/coding.h"
 
 namespace tabletfs {
 
-Block::Block(std::string contents, std::string context, uint32_t restart_offset,
-             uint32_t num_restarts)
-    : data_(std::move(contents)),
+Block::Block(BlockContents contents, std::string context,
+             uint32_t restart_offset, uint32_t num_restarts)
+    : contents_(std::move(contents)),
       context_(std::move(context)),
       restart_offset_(restart_offset),
       num_restarts_(num_restarts) {}
 
-Result<std::shared_ptr<const Block>> Block::Create(std::string contents,
+Result<std::shared_ptr<const Block>> Block::Create(std::string_view contents,
                                                    std::string context) {
+  BlockContents copy{std::unique_ptr<char[]>(new char[contents.size()]),
+                     contents.size()};
+  if (!contents.empty()) {
+    std::memcpy(copy.data.get(), contents.data(), contents.size());
+  }
+  return Create(std::move(copy), std::move(context));
+}
+
+Result<std::shared_ptr<const Block>> Block::Create(BlockContents block,
+                                                   std::string context) {
+  std::string_view contents = block.view();
   if (contents.size() < 4) {
     return Status::Corruption(context, "block shorter than its restart count");
   }
@@ -39,7 +51,7 @@ Result<std::shared_ptr<const Block>> Block::Create(std::string contents,
     }
   }
   return std::shared_ptr<const Block>(new Block(
-      std::move(contents), std::move(context), restart_offset, num_restarts));
+      std::move(block), std::move(context), restart_offset, num_restarts));
 }
 
 // Entries are parsed lazily as the iterator moves; every length is checked
@@ -49,7 +61,7 @@ class BlockIterator final : public Iterator {
  public:
   explicit BlockIterator(std::shared_ptr<const Block> block)
       : block_(std::move(block)),
-        data_(block_->data_.data()),
+        data_(block_->contents_.data.get()),
         limit_(block_->restart_offset_),
         current_(limit_),
         next_(limit_) {}

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "store/status.h"
+#include "store/table/format.h"
 #include "store/util/iterator.h"
 
 namespace tabletfs {
@@ -24,14 +25,16 @@ class Block {
  public:
   // Checks the restart array. `context` ("<file>: block at offset N") is
   // prefixed to every Corruption reported about this block.
-  static Result<std::shared_ptr<const Block>> Create(std::string contents,
+  static Result<std::shared_ptr<const Block>> Create(BlockContents contents,
+                                                     std::string context);
+  static Result<std::shared_ptr<const Block>> Create(std::string_view contents,
                                                      std::string context);
 
   Block(const Block &) = delete;
   Block &operator=(const Block &) = delete;
 
   // Bytes held (the cache's charge).
-  size_t size() const { return data_.size(); }
+  size_t size() const { return contents_.size; }
   const std::string &context() const { return context_; }
 
   // An iterator over the block that holds a reference to it, so it stays
@@ -42,10 +45,10 @@ class Block {
 
  private:
   friend class BlockIterator;
-  Block(std::string contents, std::string context, uint32_t restart_offset,
+  Block(BlockContents contents, std::string context, uint32_t restart_offset,
         uint32_t num_restarts);
 
-  const std::string data_;
+  const BlockContents contents_;
   const std::string context_;
   const uint32_t restart_offset_;  // Offset of the restart array in data_.
   const uint32_t num_restarts_;

@@ -2,6 +2,7 @@
 
 #include <lz4.h>
 
+#include <cstring>
 #include <memory>
 
 #include "store/util/coding.h"
@@ -99,44 +100,46 @@ BlockType EncodeBlock(std::string_view contents, Compression compression,
   return type;
 }
 
-Result<std::string> ReadBlock(const RandomAccessFile& file,
-                              std::string_view file_name,
-                              const BlockHandle& handle) {
-  const std::string context = BlockContext(file_name, handle.offset);
+Result<BlockContents> ReadBlockContents(const RandomAccessFile& file,
+                                        std::string_view file_name,
+                                        const BlockHandle& handle) {
   if (handle.size > (uint64_t{1} << 32)) {
     return Status::Corruption(
-        context, "implausible block size " + std::to_string(handle.size));
+        BlockContext(file_name, handle.offset),
+        "implausible block size " + std::to_string(handle.size));
   }
   size_t n = handle.size + kBlockTrailerSize;
-  std::string buf(n, '\0');
+  BlockContents buf{std::unique_ptr<char[]>(new char[n]), handle.size};
   std::string_view data;
-  Status s = file.Read(handle.offset, n, &data, buf.data());
-  if (!s.ok()) return s.WithContext(context);
+  Status s = file.Read(handle.offset, n, &data, buf.data.get());
+  if (!s.ok()) return s.WithContext(BlockContext(file_name, handle.offset));
   if (data.size() != n) {
     return Status::Corruption(
-        context, "truncated block: read " + std::to_string(data.size()) +
-                     " of " + std::to_string(n) + " bytes");
+        BlockContext(file_name, handle.offset),
+        "truncated block: read " + std::to_string(data.size()) + " of " +
+            std::to_string(n) + " bytes");
   }
   std::string_view stored = data.substr(0, handle.size);
   char type = data[handle.size];
   uint64_t expected = DecodeFixed64(data.data() + handle.size + 1);
   if (Checksum64(data.substr(0, handle.size + 1)) != expected) {
-    return Status::Corruption(context, "checksum mismatch");
+    return Status::Corruption(BlockContext(file_name, handle.offset),
+                              "checksum mismatch");
   }
   switch (static_cast<BlockType>(type)) {
     case BlockType::kRaw:
-      if (data.data() == buf.data()) {
-        buf.resize(handle.size);
-        return buf;
+      if (data.data() != buf.data.get()) {  // in place: copy it out
+        std::memcpy(buf.data.get(), stored.data(), stored.size());
       }
-      return std::string(stored);
+      return buf;
     case BlockType::kLz4: {
       uint64_t raw_size;
       std::string_view input = stored;
       if (!GetVarint64(&input, &raw_size) ||
           raw_size > static_cast<uint64_t>(LZ4_MAX_INPUT_SIZE) ||
           input.size() > static_cast<uint64_t>(LZ4_MAX_INPUT_SIZE)) {
-        return Status::Corruption(context, "bad lz4 length header");
+        return Status::Corruption(BlockContext(file_name, handle.offset),
+                                  "bad lz4 length header");
       }
       // The size is allocated before lz4 can check anything: bound it by the
       // most lz4 can expand its input (each extra byte of match length
@@ -144,23 +147,35 @@ Result<std::string> ReadBlock(const RandomAccessFile& file,
       // from a block of a few bytes. This also keeps both sizes within int.
       if (raw_size > kLz4MaxExpansion * input.size() + kLz4MaxExpansion) {
         return Status::Corruption(
-            context, "lz4 uncompressed size " + std::to_string(raw_size) +
-                         " is implausible for " + std::to_string(input.size()) +
-                         " compressed bytes");
+            BlockContext(file_name, handle.offset),
+            "lz4 uncompressed size " + std::to_string(raw_size) +
+                " is implausible for " + std::to_string(input.size()) +
+                " compressed bytes");
       }
-      std::string raw(raw_size, '\0');
-      int got = LZ4_decompress_safe(input.data(), raw.data(),
+      BlockContents raw{std::unique_ptr<char[]>(new char[raw_size]),
+                        raw_size};
+      int got = LZ4_decompress_safe(input.data(), raw.data.get(),
                                     static_cast<int>(input.size()),
                                     static_cast<int>(raw_size));
       if (got < 0 || static_cast<uint64_t>(got) != raw_size) {
-        return Status::Corruption(context, "lz4 decompression failed");
+        return Status::Corruption(BlockContext(file_name, handle.offset),
+                                  "lz4 decompression failed");
       }
       return raw;
     }
   }
   return Status::Corruption(
-      context, "unknown block type " + std::to_string(static_cast<unsigned>(
-                                           static_cast<uint8_t>(type))));
+      BlockContext(file_name, handle.offset),
+      "unknown block type " +
+          std::to_string(static_cast<unsigned>(static_cast<uint8_t>(type))));
+}
+
+Result<std::string> ReadBlock(const RandomAccessFile& file,
+                              std::string_view file_name,
+                              const BlockHandle& handle) {
+  TABLETFS_ASSIGN_OR_RETURN(BlockContents contents,
+                            ReadBlockContents(file, file_name, handle));
+  return std::string(contents.view());
 }
 
 }  // namespace tabletfs

@@ -9,6 +9,7 @@
 #define TABLETFS_STORE_TABLE_FORMAT_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -66,9 +67,24 @@ struct Footer {
 BlockType EncodeBlock(std::string_view contents, Compression compression,
                       std::string *out);
 
+// The decoded bytes of one block, in a buffer of its own (allocated without
+// being zeroed: every byte is written by the read or the decompression).
+struct BlockContents {
+  std::unique_ptr<char[]> data;
+  size_t size = 0;
+
+  std::string_view view() const { return {data.get(), size}; }
+};
+
 // Reads the block at `handle`, verifies its checksum and decompresses it.
 // Corruption names the file and the block offset:
-// "<file>: block at offset N: checksum mismatch".
+// "<file>: block at offset N: checksum mismatch". A file that returns its
+// bytes in place (a mapped file) costs no copy of a compressed block, and
+// one copy of a raw one.
+Result<BlockContents> ReadBlockContents(const RandomAccessFile &file,
+                                        std::string_view file_name,
+                                        const BlockHandle &handle);
+// The same, as a string (the filter block, tests).
 Result<std::string> ReadBlock(const RandomAccessFile &file,
                               std::string_view file_name,
                               const BlockHandle &handle);

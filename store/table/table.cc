@@ -31,8 +31,8 @@ Status CheckHandle(const BlockHandle& handle, uint64_t limit,
 Result<std::shared_ptr<const Block>> ReadAndParseBlock(
     const RandomAccessFile& file, std::string_view file_name,
     const BlockHandle& handle) {
-  TABLETFS_ASSIGN_OR_RETURN(std::string contents,
-                            ReadBlock(file, file_name, handle));
+  TABLETFS_ASSIGN_OR_RETURN(BlockContents contents,
+                            ReadBlockContents(file, file_name, handle));
   return Block::Create(std::move(contents),
                        BlockContext(file_name, handle.offset));
 }
@@ -98,6 +98,11 @@ Result<std::shared_ptr<const Block>> Table::ReadDataBlock(
   }
   TABLETFS_RETURN_IF_ERROR(CheckHandle(
       handle, file_size_ - Footer::kEncodedLength, file_name_, "index entry"));
+  if (TableReadCounters* counters = options_.read_counters) {
+    counters->block_reads.fetch_add(1, std::memory_order_relaxed);
+    counters->block_read_bytes.fetch_add(handle.size + kBlockTrailerSize,
+                                         std::memory_order_relaxed);
+  }
   TABLETFS_ASSIGN_OR_RETURN(std::shared_ptr<const Block> block,
                             ReadAndParseBlock(*file_, file_name_, handle));
   if (cache != nullptr && fill_cache) {

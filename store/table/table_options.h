@@ -5,7 +5,9 @@
 #ifndef TABLETFS_STORE_TABLE_TABLE_OPTIONS_H_
 #define TABLETFS_STORE_TABLE_TABLE_OPTIONS_H_
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string_view>
 #include <vector>
@@ -15,6 +17,14 @@
 namespace tabletfs {
 
 class BlockCache;
+
+// What readers fetched from table files (not from the block cache): data
+// blocks and their stored bytes (compressed size plus trailer). Counted
+// with relaxed atomics; shared by every table opened with the options.
+struct TableReadCounters {
+  std::atomic<uint64_t> block_reads{0};
+  std::atomic<uint64_t> block_read_bytes{0};
+};
 
 struct TableOptions {
   // Target size of an uncompressed data block (see store/doc/table_format.md
@@ -38,6 +48,9 @@ struct TableOptions {
   // Where readers cache decoded data blocks. nullptr: no caching. Not owned;
   // must outlive every Table opened with these options.
   BlockCache *block_cache = nullptr;
+  // Counts data-block reads from files. nullptr: not counted. Not owned;
+  // must outlive every Table opened with these options.
+  TableReadCounters *read_counters = nullptr;
 };
 
 }  // namespace tabletfs

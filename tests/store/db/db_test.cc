@@ -492,6 +492,32 @@ TEST_F(DBTest, SnapshotSurvivesFlushAndCompaction) {
   EXPECT_EQ(Get("t", "gone", "f", "q"), "");
 }
 
+TEST_F(DBTest, StatsCountReadsAndTheirBlockFetches) {
+  MakeTable("t", {"f"});
+  Put("t", "r", "f", "q", 1, "v1");
+  ASSERT_TRUE(db_->CompactAll().ok());
+  Reopen();  // an empty block cache
+  DbStats before = db_->GetStats();
+  EXPECT_EQ(Get("t", "r", "f", "q"), "1:v1");
+  DbStats cold = db_->GetStats();
+  EXPECT_EQ(cold.point_reads, before.point_reads + 1);
+  EXPECT_EQ(cold.table_block_reads, before.table_block_reads + 1);
+  EXPECT_GT(cold.table_read_bytes, before.table_read_bytes);
+  EXPECT_EQ(cold.block_cache_misses, before.block_cache_misses + 1);
+  // The second read of the row is served by the block cache.
+  EXPECT_EQ(Get("t", "r", "f", "q"), "1:v1");
+  DbStats warm = db_->GetStats();
+  EXPECT_EQ(warm.point_reads, cold.point_reads + 1);
+  EXPECT_EQ(warm.table_block_reads, cold.table_block_reads);
+  EXPECT_EQ(warm.table_read_bytes, cold.table_read_bytes);
+  EXPECT_EQ(warm.block_cache_hits, cold.block_cache_hits + 1);
+  EXPECT_EQ(Scan("t"), "r/f:q@1=v1");
+  EXPECT_EQ(db_->GetStats().scans, warm.scans + 1);
+  std::string text = db_->GetStats().ToString();
+  EXPECT_NE(text.find("\npoint_reads 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\ntable_block_reads "), std::string::npos) << text;
+}
+
 TEST(DBPosixTest, WorksOnTheRealFilesystem) {
   std::string dir = testing::TempDir() + "tabletfs_db_posix_test_" +
                     std::to_string(::getpid());

@@ -195,6 +195,38 @@ TEST_F(PosixEnvTest, RandomReadPastEndIsShort) {
   EXPECT_EQ(result, "");
 }
 
+// Table and value files are mapped: a read is served from the mapping, and
+// an open file holds no descriptor. Past the process-wide bound on mappings
+// (4,096) files are read with pread, as correctly.
+TEST_F(PosixEnvTest, RandomAccessFilesAreMappedWithoutADescriptor) {
+  auto open_fds = [] {
+    auto fds = Env::Default()->GetChildren("/proc/self/fd");
+    return fds.ok() ? fds->size() : size_t{0};
+  };
+  ASSERT_TRUE(WriteStringToFile(env_, "0123456789", Path("f"), false).ok());
+  size_t before = open_fds();
+  std::vector<std::unique_ptr<RandomAccessFile>> files;
+  for (int i = 0; i < 4200; ++i) {
+    auto file = env_->NewRandomAccessFile(Path("f"));
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    files.push_back(std::move(*file));
+  }
+  // The first 4,096 hold no descriptor; the rest hold one each.
+  EXPECT_LE(open_fds() - before, 4200u - 4096u);
+  char scratch[32];
+  for (const auto& file : {files.front().get(), files.back().get()}) {
+    std::string_view result;
+    ASSERT_TRUE(file->Read(7, 10, &result, scratch).ok());
+    EXPECT_EQ(result, "789");
+  }
+  files.clear();
+  EXPECT_EQ(open_fds(), before);
+  // Mappings released with their files are available again.
+  auto again = env_->NewRandomAccessFile(Path("f"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(open_fds(), before);
+}
+
 TEST_F(PosixEnvTest, SequentialReadAndSkip) {
   ASSERT_TRUE(WriteStringToFile(env_, "0123456789", Path("f"), false).ok());
   auto file = env_->NewSequentialFile(Path("f"));

@@ -19,11 +19,20 @@ uint64_t BloomHash(std::string_view key) { return Hash64(key, kBloomSeed); }
 // Double hashing: probe i tests bit (h1 + i * h2) mod bits, with h1 and h2
 // the two halves of one 64-bit hash (Kirsch & Mitzenmacher). h2 is made odd
 // so that probes never collapse onto one bit.
+// h1 + i * h2 stays below 2^37 for i < 30, so stepping by h2 mod bits
+// gives the same bits as the formula with two divisions instead of k. `fn`
+// returns false to stop early.
 template <typename Fn>
 void ForEachProbe(uint64_t hash, int k, uint64_t bits, Fn fn) {
   uint64_t h1 = hash & 0xffffffff;
   uint64_t h2 = (hash >> 32) | 1;
-  for (int i = 0; i < k; ++i) fn((h1 + i * h2) % bits);
+  uint64_t bit = h1 % bits;
+  const uint64_t step = h2 % bits;
+  for (int i = 0; i < k; ++i) {
+    if (!fn(bit)) return;
+    bit += step;
+    if (bit >= bits) bit -= bits;
+  }
 }
 
 }  // namespace
@@ -55,6 +64,7 @@ std::string BloomFilterBuilder::Finish() {
   for (uint64_t h : hashes_) {
     ForEachProbe(h, k, bits, [&](uint64_t bit) {
       filter[bit / 8] = static_cast<char>(filter[bit / 8] | (1 << (bit % 8)));
+      return true;
     });
   }
   filter.push_back(static_cast<char>(k));
@@ -67,11 +77,12 @@ bool BloomFilterMayContain(std::string_view filter, std::string_view key) {
   int k = static_cast<uint8_t>(filter.back());
   if (k < 1 || k > kMaxProbes) return true;  // Reserved for new encodings.
   uint64_t bits = (filter.size() - 1) * 8;
+  // A key not in the filter usually fails within its first probes: stop
+  // at the first clear bit (each probe of a large filter is a cache miss).
   bool all_set = true;
   ForEachProbe(BloomHash(key), k, bits, [&](uint64_t bit) {
-    if ((static_cast<uint8_t>(filter[bit / 8]) & (1 << (bit % 8))) == 0) {
-      all_set = false;
-    }
+    all_set = (static_cast<uint8_t>(filter[bit / 8]) & (1 << (bit % 8))) != 0;
+    return all_set;
   });
   return all_set;
 }

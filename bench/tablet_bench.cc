@@ -19,8 +19,10 @@
 // Prints one line, `tabletbench {json}`: splits, merges, tablets at the
 // end, the engine's tablet_max_pause_micros (the longest time writers were
 // held back for a split, merge or freeze), and per kind (write, delete,
-// read) the count, max, p99.9 and p99 latency in microseconds, plus the
-// run's seconds. Errors go to stderr with a non-zero exit.
+// read = point read, scan = 20-row scan; reads and scans also per phase,
+// e.g. read_writephase, scan_deletephase) the count, max, p99.9 and p99
+// latency in microseconds, plus the run's seconds. Errors go to stderr with
+// a non-zero exit.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -119,11 +121,10 @@ std::string Key(uint64_t index) {
 
 // Latencies of one kind of operation, in nanoseconds.
 struct Latencies {
-  std::vector<uint32_t> nanos;
+  std::vector<uint64_t> nanos;
   void Add(Clock::duration d) {
     auto n = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
-    nanos.push_back(static_cast<uint32_t>(
-        std::min<int64_t>(n, std::numeric_limits<uint32_t>::max())));
+    nanos.push_back(static_cast<uint64_t>(std::max<int64_t>(n, 0)));
   }
   void Merge(const Latencies& o) {
     nanos.insert(nanos.end(), o.nanos.begin(), o.nanos.end());
@@ -194,7 +195,11 @@ int Run(const Flags& flags) {
   std::shuffle(delete_order.begin(), delete_order.end(), rng);
 
   std::vector<Latencies> write_lat(flags.writers), delete_lat(flags.writers);
-  Latencies read_lat;
+  // Point reads and 20-row scans, each per phase: a scan in the delete phase
+  // may have to step over every deleted row after its start key (until
+  // the compaction drops them), which no point read does.
+  Latencies read_lat[2], scan_lat[2];
+  std::atomic<int> phase{0};
   std::atomic<bool> stop_reader{false};
   std::atomic<bool> failed{false};
   std::atomic<uint64_t> reads_found{0};
@@ -230,7 +235,8 @@ int Run(const Flags& flags) {
         }
         if (!row->cells.empty()) ++reads_found;
       }
-      read_lat.Add(Clock::now() - start);
+      int p = phase.load(std::memory_order_relaxed);
+      (n % 64 == 0 ? scan_lat : read_lat)[p].Add(Clock::now() - start);
     }
   });
 
@@ -269,6 +275,7 @@ int Run(const Flags& flags) {
   if (!s.ok()) Die("wait for idle", s);
   DbStats after_writes = db->GetStats();
   auto t1 = Clock::now();
+  phase = 1;
   if (!failed && deletes > 0) {
     run_writers(delete_order, true, &delete_lat);
     if (!failed) s = db->CompactAll();
@@ -281,7 +288,9 @@ int Run(const Flags& flags) {
   if (failed) return 1;
   DbStats stats = db->GetStats();
 
-  Latencies writes, dels;
+  Latencies writes, dels, reads, scans;
+  for (const auto& l : read_lat) reads.Merge(l);
+  for (const auto& l : scan_lat) scans.Merge(l);
   for (const auto& l : write_lat) writes.Merge(l);
   for (const auto& l : delete_lat) dels.Merge(l);
   auto secs = [](Clock::duration d) {
@@ -294,13 +303,17 @@ int Run(const Flags& flags) {
       ",\"splits\":%" PRIu64 ",\"merges\":%" PRIu64 ",\"tablets_peak\":%" PRIu64
       ",\"tablets\":%" PRIu64 ",\"max_pause_us\":%" PRIu64
       ",\"write_seconds\":%.2f,\"delete_seconds\":%.2f,\"reads_found\":%" PRIu64
-      ",%s,%s,%s}\n",
+      ",%s,%s,%s,%s,%s,%s,%s,%s}\n",
       flags.label.c_str(), flags.split_bytes, flags.num, flags.value_size,
       flags.writers, deletes, stats.tablet_splits, stats.tablet_merges,
       after_writes.tablets, stats.tablets, stats.tablet_max_pause_micros,
       secs(t1 - t0), secs(t2 - t1), reads_found.load(),
       writes.Json("write").c_str(), dels.Json("delete").c_str(),
-      read_lat.Json("read").c_str());
+      reads.Json("read").c_str(), scans.Json("scan").c_str(),
+      read_lat[0].Json("read_writephase").c_str(),
+      read_lat[1].Json("read_deletephase").c_str(),
+      scan_lat[0].Json("scan_writephase").c_str(),
+      scan_lat[1].Json("scan_deletephase").c_str());
   db.reset();
   std::filesystem::remove_all(flags.db, ec);
   return 0;

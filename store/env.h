@@ -47,6 +47,13 @@ class RandomAccessFile {
   // bytes) or into memory the file owns for its lifetime. Thread-safe.
   virtual Status Read(uint64_t offset, size_t n, std::string_view *result,
                       char *scratch) const = 0;
+
+  // A hint from a one-pass reader (a compaction's input) that it is done
+  // with the bytes up to offset + n: a mapped file drops the pages holding
+  // them from the process, not from the page cache, so the read does not
+  // grow the process's resident memory by the file's size. Thread-safe;
+  // other readers of the same bytes stay correct.
+  virtual void DropReadPages(uint64_t /*offset*/, size_t /*n*/) const {}
 };
 
 // Writes a file sequentially. Data is durable only after Sync(); a crash of

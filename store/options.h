@@ -31,12 +31,11 @@ struct Options {
 
   bool create_if_missing = true;
 
-  // Budget of the active memtables of all tablets together: past it, the
-  // largest is frozen and flushed. Also the size of one log file.
+  // Budget of all memtables together, active and frozen: once the active
+  // memtables of all tablets hold half of it, the largest is frozen and
+  // flushed, and writes stall (instead of growing memory) while frozen and
+  // active memtables together would pass it. Also the size of one log file.
   size_t memtable_bytes = 64u << 20;
-  // Writes stall (instead of growing memory without bound) while frozen
-  // memtables of this many budgets' bytes wait for their flush.
-  int max_frozen_memtables = 2;
   // Bound on the logs kept for replay: past it, the tablets whose entries
   // hold the oldest log are flushed, so one cold tablet never pins the log
   // and recovery stays short.

@@ -166,7 +166,7 @@ std::string Usage(const std::string& program) {
          "        entry_timeout=SECONDS  kernel cache of names (default 1)\n"
          "        attr_timeout=SECONDS   kernel cache of attributes (default "
          "1)\n"
-         "        memtable_bytes=N       memtable size before a flush\n"
+         "        memtable_bytes=N       memtable budget (a flush at half)\n"
          "        tablet_split_bytes=N   tablet size before a split\n"
          "        max_value_bytes=N      largest value (EFBIG beyond)\n"
          "        space_reserve_bytes=N  writes fail with ENOSPC below this free\n"

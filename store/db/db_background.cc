@@ -190,31 +190,19 @@ uint64_t DBImpl::FrozenBytes() {
 }
 
 Status DBImpl::MakeRoomForWrite() {
-  const uint64_t budget = std::max<uint64_t>(options_.memtable_bytes, 1);
+  const uint64_t budget = std::max<uint64_t>(options_.memtable_bytes, 2);
+  // Active memtables are frozen at half the budget, so the frozen ones
+  // being flushed and the active ones filling meanwhile stay within the
+  // budget together (LevelDB's mem + imm at write_buffer_size each).
+  const uint64_t write_buffer = budget / 2;
   bool stalled = false;
   while (true) {
     if (!bg_error_.ok()) return bg_error_;
-    if (max_l0_ >= kL0StopWrites ||
-        FrozenBytes() >=
-            static_cast<uint64_t>(std::max(1, options_.max_frozen_memtables)) *
-                budget) {
-      // Flushes or compactions fell behind: wait rather than grow memory
-      // or level 0 without bound.
-      if (!stalled) ++stat_write_stalls_;
-      stalled = true;
-      bg_paused_ = false;
-      bg_cv_.Signal();
-      Await(&done_cv_);
-      if (bg_paused_) {
-        return Status::NoSpace("write stalled: background work is out of space",
-                               dir_);
-      }
-      continue;
-    }
-    if (mem_added_ >= budget) {
-      // Count exactly; past the budget, freeze the largest memtable. An
-      // empty memtable is never frozen, so a huge write always fits after
-      // one freeze.
+    bool stall = max_l0_ >= kL0StopWrites;
+    if (!stall && mem_added_ >= mem_check_at_) {
+      // Count exactly; past half the budget, freeze the largest memtable.
+      // An empty memtable is never frozen, so a huge write always fits
+      // after one freeze.
       uint64_t active = 0, largest_bytes = 0;
       Tablet* largest = nullptr;
       for (const auto& [id, t] : tablets_) {
@@ -227,11 +215,37 @@ Status DBImpl::MakeRoomForWrite() {
         }
       }
       mem_added_ = active;
-      if (active >= budget && largest != nullptr) {
+      const uint64_t frozen = FrozenBytes();
+      if (frozen > 0 && frozen + active >= budget) {
+        stall = true;  // the flushes must make room first
+      } else if (active >= write_buffer && largest != nullptr) {
         FreezeTablet(largest);
         mem_added_ -= largest_bytes;
+        mem_check_at_ = 0;
         continue;
+      } else {
+        // mem_added_ grows by log record bytes, fewer than the memory the
+        // entries take in a memtable: count again once a quarter of the
+        // room left is used, so the count never runs far past the limit.
+        uint64_t room = write_buffer > active ? write_buffer - active : 0;
+        if (frozen > 0) room = std::min(room, budget - frozen - active);
+        mem_check_at_ = active + std::max<uint64_t>(room / 4, 256);
       }
+    }
+    if (stall) {
+      mem_check_at_ = 0;  // count again once woken
+      // Flushes or compactions fell behind: wait rather than grow memory
+      // or level 0 without bound.
+      if (!stalled) ++stat_write_stalls_;
+      stalled = true;
+      bg_paused_ = false;
+      bg_cv_.Signal();
+      Await(&done_cv_);
+      if (bg_paused_) {
+        return Status::NoSpace("write stalled: background work is out of space",
+                               dir_);
+      }
+      continue;
     }
     if (log_file_bytes_ >= budget) {
       TABLETFS_RETURN_IF_ERROR(SwitchLog());
@@ -269,6 +283,7 @@ Status DBImpl::SyncOrFlushRequest(bool flush_memtable) {
       for (const auto& [id, t] : tablets_) FreezeTablet(t.get());
       target = freeze_order_;
       mem_added_ = 0;
+      mem_check_at_ = 0;
     }
   } else if (status.ok()) {
     mu_.Unlock();

@@ -473,6 +473,8 @@ class DBImpl final : public DB {
   uint64_t freeze_order_ GUARDED_BY(mu_) = 0;
   // Bytes written to active memtables since they were last counted.
   uint64_t mem_added_ GUARDED_BY(mu_) = 0;
+  // MakeRoomForWrite counts the memtables again once mem_added_ reaches it.
+  uint64_t mem_check_at_ GUARDED_BY(mu_) = 0;
   // Most level-0 files of any tablet.
   int max_l0_ GUARDED_BY(mu_) = 0;
   // Sizes of the logs written in this session.

@@ -232,6 +232,22 @@ class PosixMmapRandomAccessFile final : public RandomAccessFile {
     return Status::OK();
   }
 
+  void DropReadPages(uint64_t offset, size_t n) const override {
+    // From the page holding `offset` (a one-pass reader is done with the
+    // bytes before it) to the last page the range fills, or to the end of
+    // the file. MADV_DONTNEED on a shared file mapping only unmaps pages:
+    // a later access maps them again from the page cache, so nothing is
+    // lost whoever reads them next.
+    static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    if (offset >= size_) return;
+    uint64_t end = std::min<uint64_t>(offset + n, size_);
+    uint64_t first = offset / page * page;
+    uint64_t last = end == size_ ? (end + page - 1) / page * page
+                                 : end / page * page;
+    if (first >= last) return;
+    ::madvise(const_cast<char*>(base_) + first, last - first, MADV_DONTNEED);
+  }
+
  private:
   const std::string path_;
   const char* const base_;

@@ -105,8 +105,11 @@ Result<std::shared_ptr<const Block>> Table::ReadDataBlock(
   }
   TABLETFS_ASSIGN_OR_RETURN(std::shared_ptr<const Block> block,
                             ReadAndParseBlock(*file_, file_name_, handle));
-  if (cache != nullptr && fill_cache) {
-    cache->Insert(cache_id_, handle.offset, block);
+  if (fill_cache) {
+    if (cache != nullptr) cache->Insert(cache_id_, handle.offset, block);
+  } else {
+    // A one-pass read (compaction): the block has its own copy now.
+    file_->DropReadPages(handle.offset, handle.size + kBlockTrailerSize);
   }
   return block;
 }

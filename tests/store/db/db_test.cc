@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "store/env.h"
@@ -516,6 +520,68 @@ TEST_F(DBTest, StatsCountReadsAndTheirBlockFetches) {
   std::string text = db_->GetStats().ToString();
   EXPECT_NE(text.find("\npoint_reads 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\ntable_block_reads "), std::string::npos) << text;
+}
+
+// A MemEnv whose SSTable creations wait until Open() is called: flushes
+// hold still, so writes must stall on the memtable budget.
+class GatedTableEnv : public MemEnv {
+ public:
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(
+      const std::string& path) override {
+    if (path.ends_with(".sst")) {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [this] { return open_; });
+    }
+    return MemEnv::NewWritableFile(path);
+  }
+  void Open() {
+    std::lock_guard<std::mutex> l(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+// memtable_bytes bounds active and frozen memtables together: with the
+// flushes held, writers stall once both hold the budget (they used to go
+// on until frozen memtables alone held twice the budget, plus a full
+// active one: a fill's memory was up to three budgets).
+TEST(DBMemoryTest, MemtablesStayWithinTheBudgetWhileFlushesLag) {
+  GatedTableEnv env;
+  Options o;
+  o.env = &env;
+  o.space_reserve_bytes = 0;
+  o.memtable_bytes = 256 << 10;
+  auto opened = DB::Open(o, "/db");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<DB> db = std::move(*opened);
+  ASSERT_TRUE(db->CreateTable("t").ok());
+  ASSERT_TRUE(db->CreateFamily("t", "f", FamilySettings()).ok());
+  std::thread writer([&] {
+    for (int i = 0; i < 10000; ++i) {
+      RowMutation m("row" + std::to_string(i));
+      m.SetCell("f", "q", std::string(100, 'v'));
+      ASSERT_TRUE(db->Apply("t", m, WriteOptions()).ok());
+    }
+  });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (db->GetStats().write_stalls == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  DbStats stalled = db->GetStats();
+  env.Open();
+  writer.join();
+  EXPECT_GE(stalled.write_stalls, 1u);
+  EXPECT_GE(stalled.frozen_memtables, 1u);
+  // One write and one arena block of slack past the budget.
+  EXPECT_LE(stalled.memtable_bytes, o.memtable_bytes + 8192)
+      << stalled.ToString();
+  ASSERT_TRUE(db->WaitForIdle().ok());
 }
 
 TEST(DBPosixTest, WorksOnTheRealFilesystem) {

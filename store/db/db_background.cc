@@ -513,10 +513,12 @@ void DBImpl::BackgroundLoop() {
       bg_error_ = s;
       Log(LogLevel::kError, "background error: " + s.ToString());
     }
-    bg_busy_ = false;
+    // Busy until the obsolete files are gone too: WaitForIdle then means
+    // no file operation of the background thread is under way.
     mu_.Unlock();
     DeleteObsoleteFiles();
     mu_.Lock();
+    bg_busy_ = false;
     done_cv_.SignalAll();
   }
 }

@@ -411,11 +411,17 @@ TEST_F(TabletTest, ReadsAcrossTabletBoundariesMatchTheModel) {
     CheckReadsAtBoundaries();
     ASSERT_FALSE(HasFatalFailure());
 
-    // (e) A reopen keeps the tablets (same boundaries) and the data.
+    // (e) A reopen keeps the tablets (every boundary) and the data. The
+    // recovery flushes what the log held, which may split a tablet at once
+    // (a boundary more), racing the listing below.
     ASSERT_TRUE(db_->WaitForIdle().ok());
     std::vector<std::string> before = Boundaries();
     Reopen();
-    EXPECT_EQ(Boundaries(), before);
+    std::vector<std::string> after = Boundaries();
+    EXPECT_TRUE(std::includes(after.begin(), after.end(), before.begin(),
+                              before.end()))
+        << testing::PrintToString(after) << " lost boundaries of "
+        << testing::PrintToString(before);
     CheckReadsAtBoundaries();
     ASSERT_FALSE(HasFatalFailure());
     CheckTabletList(Tablets());

@@ -2,7 +2,7 @@
 # The whole benchmark of issue 8 in one command; writes OUTDIR/report.md.
 #
 #   bench/run.sh [--quick] [--bin-dir DIR] [--reps N] [--engines a,b,c]
-#                [--only store|tablets|fs] OUTDIR
+#                [--only store|tablets|fs] [--sets A,B,S,M] OUTDIR
 #
 # Without --bin-dir it installs the bench packages (scripts/install-deps.sh
 # bench) and builds a Release tree with -DTABLETFS_BENCH=ON into
@@ -25,6 +25,7 @@
 #          (N repetitions; --drop-caches when root)
 # --only runs one of the three parts (store: the db_bench sets A, B, S, M
 # only); the other parts' results already in OUTDIR stay and are reported.
+# --sets runs only the store sets named (default A,B,S,M).
 # Raw results: OUTDIR/store.jsonl, OUTDIR/tablets.jsonl, OUTDIR/fs-REP.jsonl,
 # OUTDIR/machine.json;
 # bench/report.py turns them into OUTDIR/report.md.
@@ -42,6 +43,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 command_line="bench/run.sh $*"
 quick=0 bin_dir="" reps="" engines="tabletfs,leveldb,rocksdb" only="" outdir=""
+sets="A,B,S,M"
 while (($#)); do
   case "$1" in
     --quick) quick=1; shift ;;
@@ -49,12 +51,13 @@ while (($#)); do
     --reps) reps=$2; shift 2 ;;
     --engines) engines=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
+    --sets) sets=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bench/run.sh: unknown option '$1'" >&2; exit 2 ;;
     *) outdir=$1; shift ;;
   esac
 done
-usage="usage: bench/run.sh [--quick] [--bin-dir DIR] [--reps N] [--engines a,b,c] [--only store|tablets|fs] OUTDIR"
+usage="usage: bench/run.sh [--quick] [--bin-dir DIR] [--reps N] [--engines a,b,c] [--only store|tablets|fs] [--sets A,B,S,M] OUTDIR"
 case "$only" in
   ""|store|tablets|fs) ;;
   *) echo "bench/run.sh: --only '$only': expected store, tablets or fs" >&2
@@ -241,10 +244,11 @@ fi
 if [[ "$only" == "" || "$only" == store ]]; then
   : >"$store_out"
   : >"$outdir/store.err"
-  store_set A "${set_a[0]}" "${set_a[1]}" "$reps"
-  store_set B "${set_b[0]}" "${set_b[1]}" "$reps"
-  store_sync
-  store_set M "${set_a[0]}" "${set_a[1]}" 1 --matched
+  has_set() { [[ ",$sets," == *",$1,"* ]]; }
+  if has_set A; then store_set A "${set_a[0]}" "${set_a[1]}" "$reps"; fi
+  if has_set B; then store_set B "${set_b[0]}" "${set_b[1]}" "$reps"; fi
+  if has_set S; then store_sync; fi
+  if has_set M; then store_set M "${set_a[0]}" "${set_a[1]}" 1 --matched; fi
 fi
 
 # ---- filesystem --------------------------------------------------------------

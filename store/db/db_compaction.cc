@@ -31,11 +31,159 @@ bool RowsOverlap(const FileMeta& f, const std::string& lo,
 
 }  // namespace
 
-Status DBImpl::WriteTables(
-    Iterator* iter,
-    const std::map<uint32_t, std::shared_ptr<const TableState>>& tables,
-    CompactionFilter* filter, int level, bool move_large_values,
-    uint32_t tablet_id, std::vector<FileMeta>* outputs) {
+// The files one WriteTables call creates: SSTables of one tablet at one
+// level, cut at row boundaries once past target_file_bytes, and at most one
+// value file for large values. Nothing is live until the caller commits
+// outputs in a manifest edit; Abandon() removes every file made.
+class DBImpl::TableOutputs {
+ public:
+  TableOutputs(DBImpl* db, TableOptions options, int level, uint32_t tablet_id,
+               std::vector<FileMeta>* outputs)
+      : db_(db),
+        options_(std::move(options)),
+        level_(level),
+        tablet_id_(tablet_id),
+        outputs_(outputs) {}
+
+  // True when `key` is the last key added: the same entry twice (a log
+  // replayed into a tablet that had already flushed it, after a merge:
+  // store/doc/tablets.md) is written once.
+  bool IsLastKey(std::string_view key) const {
+    return builder_ != nullptr && key == builder_->largest_key();
+  }
+
+  // Adds one entry (parsed as `p`). With move_large_value, a put of at
+  // least large_value_bytes goes to the value file and the table gets a
+  // reference to it.
+  Status Add(std::string_view key, std::string_view value, const ParsedKey& p,
+             bool move_large_value) {
+    if (builder_ != nullptr &&
+        builder_->FileSize() >= db_->options_.target_file_bytes &&
+        p.row_prefix != last_row_) {
+      TABLETFS_RETURN_IF_ERROR(FinishTable());
+    }
+    if (builder_ == nullptr) TABLETFS_RETURN_IF_ERROR(StartTable());
+    if (move_large_value && p.kind == EntryKind::kPut &&
+        value.size() >= db_->options_.large_value_bytes) {
+      TABLETFS_RETURN_IF_ERROR(MoveToValueFile(p, &key, &value));
+    } else if (p.kind == EntryKind::kPutValueRef) {
+      Result<ValueRef> ref = ValueRef::DecodeFrom(value);
+      if (!ref.ok()) return ref.status();
+      meta_.value_files.push_back(ref->file_number);
+    }
+    builder_->Add(key, value);
+    last_row_.assign(p.row_prefix);
+    return Status::OK();
+  }
+
+  // Finishes the last table and makes every file, and the directory
+  // entries, durable.
+  Status Finish() {
+    if (builder_ != nullptr) TABLETFS_RETURN_IF_ERROR(FinishTable());
+    // The value file must be durable before any table naming it is
+    // committed.
+    if (values_ != nullptr) {
+      TABLETFS_RETURN_IF_ERROR(values_->Sync());
+      TABLETFS_RETURN_IF_ERROR(values_->Close());
+    }
+    // The tables' directory entries must be durable before the manifest
+    // names them.
+    if (!created_.empty()) {
+      TABLETFS_RETURN_IF_ERROR(db_->env_->SyncDir(db_->dir_));
+    }
+    return Status::OK();
+  }
+
+  // After a failure: removes every file made and forgets the outputs.
+  void Abandon() {
+    if (builder_ != nullptr) builder_->Abandon();
+    builder_.reset();
+    file_.reset();
+    values_.reset();
+    for (const std::string& path : created_) {
+      db_->env_->RemoveFile(path).IgnoreError();
+    }
+    outputs_->clear();
+  }
+
+  // The value file written (closed by Finish), or nullptr.
+  const ValueFileWriter* value_file() const { return values_.get(); }
+
+ private:
+  Status StartTable() {
+    meta_ = FileMeta();
+    meta_.number = db_->NewFileNumber();
+    meta_.level = level_;
+    meta_.tablet_id = tablet_id_;
+    std::string path = TableFileName(db_->dir_, meta_.number);
+    Result<std::unique_ptr<WritableFile>> f = db_->env_->NewWritableFile(path);
+    if (!f.ok()) return f.status().WithContext(path);
+    created_.push_back(path);
+    file_ = std::move(*f);
+    builder_ = std::make_unique<TableBuilder>(options_, file_.get());
+    return Status::OK();
+  }
+
+  // Finishes and syncs the current table; an output once it succeeded.
+  Status FinishTable() {
+    Status fs = builder_->Finish();
+    if (fs.ok()) fs = file_->Sync();
+    if (fs.ok()) fs = file_->Close();
+    meta_.size = builder_->FileSize();
+    meta_.smallest = builder_->smallest_key();
+    meta_.largest = builder_->largest_key();
+    std::sort(meta_.value_files.begin(), meta_.value_files.end());
+    meta_.value_files.erase(
+        std::unique(meta_.value_files.begin(), meta_.value_files.end()),
+        meta_.value_files.end());
+    builder_.reset();
+    file_.reset();
+    if (fs.ok()) outputs_->push_back(meta_);
+    return fs.WithContext(TableFileName(db_->dir_, meta_.number));
+  }
+
+  // Appends *value to the value file (made on first use) and points *key
+  // and *value at the reference entry that replaces it.
+  Status MoveToValueFile(const ParsedKey& p, std::string_view* key,
+                         std::string_view* value) {
+    if (values_ == nullptr) {
+      uint64_t vn = db_->NewFileNumber();
+      std::string vpath = db_->FileName(vn, ".vlf");
+      auto w = ValueFileWriter::Create(db_->env_, vpath, vn);
+      if (!w.ok()) return w.status();
+      created_.push_back(vpath);
+      values_ = std::move(*w);
+    }
+    Result<ValueRef> ref = values_->Add(*value);
+    if (!ref.ok()) return ref.status();
+    // Same key but kind 6: the sequence number keeps its place in order.
+    key_buf_.assign(key->substr(0, key->size() - 8));
+    AppendTrailer(&key_buf_, p.seq, EntryKind::kPutValueRef);
+    value_buf_.clear();
+    ref->EncodeTo(&value_buf_);
+    *key = key_buf_;
+    *value = value_buf_;
+    meta_.value_files.push_back(ref->file_number);
+    return Status::OK();
+  }
+
+  DBImpl* const db_;
+  const TableOptions options_;
+  const int level_;
+  const uint32_t tablet_id_;
+  std::vector<FileMeta>* const outputs_;
+
+  std::unique_ptr<WritableFile> file_;
+  std::unique_ptr<TableBuilder> builder_;
+  FileMeta meta_;  // of the table being written
+  std::string last_row_;
+  std::unique_ptr<ValueFileWriter> values_;
+  std::vector<std::string> created_;  // paths, for Abandon
+  std::string key_buf_, value_buf_;   // a moved value's reference entry
+};
+
+TableOptions DBImpl::TableOptionsFor(
+    const std::map<uint32_t, std::shared_ptr<const TableState>>& tables) {
   TableOptions to = MakeTableOptions();
   // Per block, the compression of the family its first key belongs to.
   to.compression = [&tables](std::string_view first_key) {
@@ -49,131 +197,48 @@ Status DBImpl::WriteTables(
     const FamilyState* f = t->second->FindFamilyById(p.family_id);
     return f == nullptr ? Compression::kLz4 : f->settings.compression;
   };
+  return to;
+}
 
-  std::unique_ptr<WritableFile> file;
-  std::unique_ptr<TableBuilder> builder;
-  FileMeta meta;
-  std::string last_row;
-  std::unique_ptr<ValueFileWriter> values;
-  std::vector<std::string> created;
-  Status s;
-
-  auto finish_file = [&]() -> Status {
-    Status fs = builder->Finish();
-    if (fs.ok()) fs = file->Sync();
-    if (fs.ok()) fs = file->Close();
-    meta.size = builder->FileSize();
-    meta.smallest = builder->smallest_key();
-    meta.largest = builder->largest_key();
-    std::sort(meta.value_files.begin(), meta.value_files.end());
-    meta.value_files.erase(
-        std::unique(meta.value_files.begin(), meta.value_files.end()),
-        meta.value_files.end());
-    builder.reset();
-    file.reset();
-    if (fs.ok()) outputs->push_back(meta);
-    return fs.WithContext(TableFileName(dir_, meta.number));
-  };
-
-  ParsedKey p;
-  std::string key_buf, value_buf;
-  for (iter->SeekToFirst(); s.ok() && iter->Valid(); iter->Next()) {
-    std::string_view key = iter->key();
-    std::string_view value = iter->value();
-    if (!ParseInternalKey(key, &p)) {
-      s = Status::Corruption("malformed internal key during flush/compaction");
-      break;
-    }
-    // The same entry twice (a log replayed into a tablet that had already
-    // flushed it, after a merge: store/doc/tablets.md) is written once.
-    if (builder != nullptr && key == builder->largest_key()) continue;
-    if (filter != nullptr && !filter->Keep(p)) continue;
-    if (builder != nullptr &&
-        builder->FileSize() >= options_.target_file_bytes &&
-        p.row_prefix != last_row) {
-      s = finish_file();
-      if (!s.ok()) break;
-    }
-    if (builder == nullptr) {
-      meta = FileMeta();
-      meta.number = NewFileNumber();
-      meta.level = level;
-      meta.tablet_id = tablet_id;
-      std::string path = TableFileName(dir_, meta.number);
-      Result<std::unique_ptr<WritableFile>> f = env_->NewWritableFile(path);
-      if (!f.ok()) {
-        s = f.status().WithContext(path);
-        break;
-      }
-      created.push_back(path);
-      file = std::move(*f);
-      builder = std::make_unique<TableBuilder>(to, file.get());
-    }
-    if (move_large_values && p.kind == EntryKind::kPut &&
-        value.size() >= options_.large_value_bytes) {
-      if (values == nullptr) {
-        uint64_t vn = NewFileNumber();
-        std::string vpath = FileName(vn, ".vlf");
-        auto w = ValueFileWriter::Create(env_, vpath, vn);
-        if (!w.ok()) {
-          s = w.status();
-          break;
-        }
-        created.push_back(vpath);
-        values = std::move(*w);
-      }
-      Result<ValueRef> ref = values->Add(value);
-      if (!ref.ok()) {
-        s = ref.status();
-        break;
-      }
-      // Same key but kind 6: the sequence number keeps its place in order.
-      key_buf.assign(key.substr(0, key.size() - 8));
-      AppendTrailer(&key_buf, p.seq, EntryKind::kPutValueRef);
-      value_buf.clear();
-      ref->EncodeTo(&value_buf);
-      key = key_buf;
-      value = value_buf;
-      meta.value_files.push_back(ref->file_number);
-    } else if (p.kind == EntryKind::kPutValueRef) {
-      Result<ValueRef> ref = ValueRef::DecodeFrom(value);
-      if (!ref.ok()) {
-        s = ref.status();
-        break;
-      }
-      meta.value_files.push_back(ref->file_number);
-    }
-    builder->Add(key, value);
-    last_row.assign(p.row_prefix);
-  }
-  if (s.ok()) s = iter->status();
-  if (s.ok() && builder != nullptr) s = finish_file();
-  // The value file must be durable before any table naming it is committed.
-  if (s.ok() && values != nullptr) s = values->Sync();
-  if (s.ok() && values != nullptr) s = values->Close();
-  // The tables' directory entries must be durable before the manifest
-  // names them.
-  if (s.ok() && !created.empty()) s = env_->SyncDir(dir_);
+Status DBImpl::WriteTables(
+    Iterator* iter,
+    const std::map<uint32_t, std::shared_ptr<const TableState>>& tables,
+    CompactionFilter* filter, int level, bool move_large_values,
+    uint32_t tablet_id, std::vector<FileMeta>* outputs) {
+  TableOutputs out(this, TableOptionsFor(tables), level, tablet_id, outputs);
+  Status s = AddEntries(iter, filter, move_large_values, &out);
+  if (s.ok()) s = out.Finish();
   if (!s.ok()) {
-    if (builder != nullptr) builder->Abandon();
-    builder.reset();
-    file.reset();
-    values.reset();
-    for (const std::string& path : created)
-      env_->RemoveFile(path).IgnoreError();
-    outputs->clear();
+    out.Abandon();
     return s;
-  }
-  if (values != nullptr) {
-    MutexLock l(&files_mu_);
-    value_file_sizes_[values->file_number()] = values->size();
   }
   uint64_t bytes = 0;
   for (const FileMeta& f : *outputs) bytes += f.size;
-  if (values != nullptr) bytes += values->size();
+  if (const ValueFileWriter* values = out.value_file()) {
+    bytes += values->size();
+    MutexLock l(&files_mu_);
+    value_file_sizes_[values->file_number()] = values->size();
+  }
   MutexLock l(&mu_);
   stat_bytes_disk_ += bytes;
   return Status::OK();
+}
+
+Status DBImpl::AddEntries(Iterator* iter, CompactionFilter* filter,
+                          bool move_large_values, TableOutputs* out) {
+  ParsedKey p;
+  for (iter->SeekToFirst(); iter->Valid(); iter->Next()) {
+    std::string_view key = iter->key();
+    if (!ParseInternalKey(key, &p)) {
+      return Status::Corruption(
+          "malformed internal key during flush/compaction");
+    }
+    if (out->IsLastKey(key)) continue;
+    if (filter != nullptr && !filter->Keep(p)) continue;
+    TABLETFS_RETURN_IF_ERROR(
+        out->Add(key, iter->value(), p, move_large_values));
+  }
+  return iter->status();
 }
 
 // ---------------------------------------------------------------------------

@@ -408,6 +408,16 @@ class DBImpl final : public DB {
       const std::map<uint32_t, std::shared_ptr<const TableState>>& tables,
       class CompactionFilter* filter, int level, bool move_large_values,
       uint32_t tablet_id, std::vector<FileMeta>* outputs) EXCLUDES(mu_);
+  class TableOutputs;
+  // The entries of `iter` that `filter` keeps, added to `out`
+  // (WriteTables' loop). The iterator's or the files' error.
+  Status AddEntries(Iterator* iter, CompactionFilter* filter,
+                    bool move_large_values, TableOutputs* out) EXCLUDES(mu_);
+  // Table options whose compression, per block, is that of the family of
+  // its first key in `tables` (lz4 for markers and unknown families).
+  // REQUIRES: `tables` outlives the options.
+  TableOptions TableOptionsFor(
+      const std::map<uint32_t, std::shared_ptr<const TableState>>& tables);
   std::map<uint32_t, std::shared_ptr<const TableState>> TablesById()
       REQUIRES(mu_);
   uint64_t NewFileNumber() EXCLUDES(mu_);

@@ -48,9 +48,10 @@
 //   IOError, Corruption  the store failed; a failure that the store cannot
 //                    recover from without reopening is sticky: every later
 //                    write reports it (StickyError())
-// An error of a write means it was not applied, except IOError from a write
-// whose outcome the store could not learn (then it may appear later, as
-// with any lost acknowledgement).
+// An error of a write means it was not applied, except an IOError or
+// NoSpace from writing the commit log itself, whose outcome the store could
+// not learn: such a write may still appear after a crash, as with any lost
+// acknowledgement.
 //
 // Thread safety: every method may be called concurrently from any thread.
 // Scanners are used by one thread at a time. The store must outlive the

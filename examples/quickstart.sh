@@ -7,28 +7,18 @@
 # Data and mount point live in ${TABLETFS_QUICKSTART_DIR:-/tmp/tabletfs-quickstart}
 # (data/ and mnt/). Re-running unmounts the previous mount and starts from
 # fresh data. The mount is left in place; the script prints how to unmount.
+# Package installation and the build (only the daemon and tabletctl) write
+# to DIR/build.log, which is printed only when a step fails.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-scripts/install-deps.sh build
-scripts/build.sh release
-
-bin="$root/build/release/bin"
-for program in tabletctl tabletfs; do
-  if [[ ! -x "$bin/$program" ]]; then
-    echo "$program not built yet — stopping after the build"
-    exit 0
-  fi
-done
-
 dir=${TABLETFS_QUICKSTART_DIR:-/tmp/tabletfs-quickstart}
 data="$dir/data"
 mnt="$dir/mnt"
 marker="$dir/.tabletfs-quickstart"
-
-mounted() { awk -v m="$1" '$2 == m {found = 1} END {exit !found}' /proc/self/mounts; }
+log="$dir/build.log"
 
 # Never delete a directory this script did not create.
 if [[ -d "$dir" && ! -e "$marker" && -n "$(ls -A "$dir")" ]]; then
@@ -36,13 +26,38 @@ if [[ -d "$dir" && ! -e "$marker" && -n "$(ls -A "$dir")" ]]; then
        "set TABLETFS_QUICKSTART_DIR to another directory" >&2
   exit 1
 fi
+mkdir -p "$dir"
+touch "$marker"
+: >"$log"
+
+# step MESSAGE CMD...: one progress line; CMD's output goes to the log,
+# which is shown (and the script stops) when CMD fails.
+step() {
+  local message=$1
+  shift
+  echo "quickstart: $message"
+  if ! "$@" >>"$log" 2>&1; then
+    echo "quickstart: failed: $*; its output ($log):" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+}
+
+step "installing missing packages (output in $log)" \
+  scripts/install-deps.sh build
+step "building tabletfs and tabletctl (about 2 minutes the first time)" \
+  env TABLETFS_TARGETS="tabletfs tabletctl" scripts/build.sh release
+
+bin="$root/build/release/bin"
+
+mounted() { awk -v m="$1" '$2 == m {found = 1} END {exit !found}' /proc/self/mounts; }
+
 if mounted "$mnt"; then
   echo "quickstart: unmounting the previous mount at $mnt"
   fusermount3 -u "$mnt" || fusermount3 -uz "$mnt"
 fi
 rm -rf "$data"
 mkdir -p "$data" "$mnt"
-touch "$marker"
 
 ctl() { "$bin/tabletctl" -d "$data" "$@"; }
 
@@ -68,8 +83,8 @@ ctl set webtable org.wikipedia.en \
   "contents:=<html><head><title>Wikipedia</title></head></html>@$(t 7)" \
   "anchor:com.cnn.www=Wikipedia@$(t 7)"
 
-echo "quickstart: mounting $data at $mnt"
-"$bin/tabletfs" "$data" "$mnt"
+# The daemon's start-up lines go to the log too (then it logs to syslog).
+step "mounting $data at $mnt" "$bin/tabletfs" "$data" "$mnt"
 for _ in $(seq 50); do
   if mounted "$mnt"; then break; fi
   sleep 0.1

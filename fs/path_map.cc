@@ -62,10 +62,15 @@ std::string Node::DebugPath() const {
     switch (view) {
       case View::kCurrent:
         return "/";
+      // Built by appending: GCC 12 misreads "literal" + std::string
+      // temporaries as overlapping copies (-Wrestrict, GCC bug 105329).
       case View::kVersions:
-        return "/" + std::string(kVersionsDirName);
+        return std::string("/").append(kVersionsDirName);
       case View::kAt:
-        return "/" + std::string(kAtDirName) + "/" + std::to_string(view_at);
+        return std::string("/")
+            .append(kAtDirName)
+            .append("/")
+            .append(std::to_string(view_at));
     }
   }
   std::string parent = Parent().DebugPath();

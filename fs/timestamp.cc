@@ -91,7 +91,7 @@ FsError ParseDecimal(std::string_view text, int64_t* micros) {
 
 FsError ParseIso8601(std::string_view text, int64_t* micros) {
   size_t pos = 0;
-  int64_t year, month, day, hour, minute, second;
+  int64_t year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
   if (!ReadDigits(text, &pos, 4, &year) || !ReadChar(text, &pos, '-') ||
       !ReadDigits(text, &pos, 2, &month) || !ReadChar(text, &pos, '-') ||
       !ReadDigits(text, &pos, 2, &day)) {

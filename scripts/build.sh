@@ -12,6 +12,8 @@
 # Extra arguments go to cmake's configure step (e.g. -DTABLETFS_BENCH=ON).
 # This is the one definition of each build: tests/run.sh and
 # examples/quickstart.sh both call it. TABLETFS_JOBS (default 2) caps -j.
+# TABLETFS_TARGETS (space-separated, e.g. "tabletfs tabletctl") builds only
+# those targets; the quick start builds just the daemon and the CLI.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -47,6 +49,11 @@ generator=()
 if [[ ! -f "$dir/CMakeCache.txt" ]]; then
   # Ninja for fresh trees; an existing tree keeps the generator it has.
   if command -v ninja >/dev/null; then generator=(-G Ninja); fi
+fi
+
+if [[ -n "${TABLETFS_TARGETS:-}" ]]; then
+  read -r -a names <<<"$TABLETFS_TARGETS"
+  targets=(--target "${names[@]}")
 fi
 
 env "${compilers[@]}" cmake -S "$root" -B "$dir" "${generator[@]}" \

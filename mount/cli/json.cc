@@ -192,10 +192,10 @@ class Parser {
           out->push_back('\t');
           break;
         case 'u': {
-          uint32_t cp;
+          uint32_t cp = 0;
           TABLETFS_RETURN_IF_ERROR(ParseHex4(&cp));
           if (cp >= 0xD800 && cp <= 0xDBFF) {
-            uint32_t low;
+            uint32_t low = 0;
             if (!Consume("\\u")) return Error("lone high surrogate");
             TABLETFS_RETURN_IF_ERROR(ParseHex4(&low));
             if (low < 0xDC00 || low > 0xDFFF) {

@@ -28,8 +28,12 @@ void ProgressBar::Draw(uint64_t done, std::string_view detail) {
     constexpr int kWidth = 30;
     const uint64_t clipped = done < total_ ? done : total_;
     const int filled = static_cast<int>(clipped * kWidth / total_);
-    line += "[" + std::string(filled, '#') + std::string(kWidth - filled, ' ') +
-            "] " + std::to_string(clipped * 100 / total_) + "% ";
+    line += '[';
+    line.append(filled, '#');
+    line.append(kWidth - filled, ' ');
+    line += "] ";
+    line += std::to_string(clipped * 100 / total_);
+    line += "% ";
   }
   line += detail;
   line += "\x1b[K";  // clear to the end of the line

@@ -356,11 +356,16 @@ std::string CbtPolicyText(const GcPolicy& policy) {
       return text + std::to_string(age);
     }
     case GcPolicy::Kind::kAnd:
-      return "(" + CbtPolicyText(policy.left()) + " && " +
-             CbtPolicyText(policy.right()) + ")";
-    case GcPolicy::Kind::kOr:
-      return "(" + CbtPolicyText(policy.left()) + " || " +
-             CbtPolicyText(policy.right()) + ")";
+    case GcPolicy::Kind::kOr: {
+      // Appended, not "(" + temporary: GCC 12 misreads that as an
+      // overlapping copy (-Wrestrict, GCC bug 105329).
+      std::string text = "(";
+      text += CbtPolicyText(policy.left());
+      text += policy.kind() == GcPolicy::Kind::kAnd ? " && " : " || ";
+      text += CbtPolicyText(policy.right());
+      text += ')';
+      return text;
+    }
   }
   return "";
 }

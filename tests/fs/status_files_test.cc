@@ -141,7 +141,9 @@ TEST_F(StatusFilesDbTest, SplitTabletsAreContiguousLines) {
     if (i + 1 < lines.size()) {
       // An inner boundary: an encoded row ('/' is %2F), after START.
       EXPECT_EQ(f[2].rfind("r%2F", 0), 0u) << *text;
-      if (f[1] != "-") EXPECT_LT(f[1], f[2]);
+      if (f[1] != "-") {
+        EXPECT_LT(f[1], f[2]);
+      }
     } else {
       EXPECT_EQ(f[2], "-");
     }
@@ -149,8 +151,12 @@ TEST_F(StatusFilesDbTest, SplitTabletsAreContiguousLines) {
     EXPECT_GE(std::stoull(f[4]), 1u);
     for (size_t s = 5; s < f.size(); ++s) {
       EXPECT_EQ(f[s].rfind("r%2F", 0), 0u) << lines[i];
-      if (f[1] != "-") EXPECT_GE(f[s], f[1]);
-      if (f[2] != "-") EXPECT_LT(f[s], f[2]);
+      if (f[1] != "-") {
+        EXPECT_GE(f[s], f[1]);
+      }
+      if (f[2] != "-") {
+        EXPECT_LT(f[s], f[2]);
+      }
     }
     expected_start = f[2];
   }

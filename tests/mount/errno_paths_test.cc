@@ -170,7 +170,7 @@ TEST_F(ErrnoPathsTest, ReadingOrTruncatingADirectoryIsEisdir) {
 }
 
 TEST_F(ErrnoPathsTest, ShellToolsOnDirectoriesSayIsADirectory) {
-  for (const std::string& d : {"t/r", "t/r/f"}) {
+  for (const char* d : {"t/r", "t/r/f"}) {
     ExpectShellRefused(std::string("cat ") + d, "Is a directory");
     ExpectShellRefused(std::string("echo x > ") + d, "Is a directory");
     ExpectShellRefused(std::string("echo x >> ") + d, "Is a directory");

@@ -138,8 +138,12 @@ class TabletsTest : public MountFixture {
         EXPECT_LT(Key(t.start), Key(t.end)) << "tablet " << i;
       }
       for (const std::string& s : t.samples) {
-        if (i > 0) EXPECT_GE(Key(s), Key(t.start)) << s;
-        if (i + 1 < tablets.size()) EXPECT_LT(Key(s), Key(t.end)) << s;
+        if (i > 0) {
+          EXPECT_GE(Key(s), Key(t.start)) << s;
+        }
+        if (i + 1 < tablets.size()) {
+          EXPECT_LT(Key(s), Key(t.end)) << s;
+        }
         EXPECT_EQ(access(Path("t/" + s).c_str(), F_OK), 0) << s;
       }
     }

@@ -222,8 +222,7 @@ TEST_F(ViewsTest, AnotherUserIsAllowedAndRefusedInEveryView) {
         << rel;
   }
   // Listing a refused family's directory too (700: no r for others).
-  for (const std::string& dir :
-       {"t/r/f", ".versions/t/r/f", ".at/2000000/t/r/f"}) {
+  for (const char* dir : {"t/r/f", ".versions/t/r/f", ".at/2000000/t/r/f"}) {
     EXPECT_EQ(AsNobody([&] {
                 DIR* d = opendir(Path(dir).c_str());
                 if (d == nullptr) return errno;

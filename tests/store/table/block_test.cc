@@ -90,7 +90,9 @@ TEST_P(BlockRoundTripTest, ManyKeysWithSharedPrefixes) {
   // Prefix compression pays: the block is much smaller than the keys.
   size_t raw = 0;
   for (const auto& [k, v] : kv) raw += k.size() + v.size();
-  if (restart_interval >= 16) EXPECT_LT(block->size(), raw * 3 / 4);
+  if (restart_interval >= 16) {
+    EXPECT_LT(block->size(), raw * 3 / 4);
+  }
 
   auto it = Block::NewIterator(block);
   auto expected = kv.begin();

@@ -204,7 +204,9 @@ TEST(TableTest, SeekSemantics) {
       it->Next();
       auto after = std::next(next);
       EXPECT_EQ(it->Valid(), after != kv.end());
-      if (it->Valid()) EXPECT_EQ(it->key(), after->first);
+      if (it->Valid()) {
+        EXPECT_EQ(it->key(), after->first);
+      }
     }
   }
   // A row prefix seeks to the row's first cell.

@@ -97,4 +97,14 @@ std::string ErrnoName(int err) {
   return "errno " + std::to_string(err);
 }
 
+std::string ValueLimitReason(uint64_t max_value_bytes) {
+  std::string limit = std::to_string(max_value_bytes) + " bytes (";
+  if (max_value_bytes >= (1u << 20) && max_value_bytes % (1u << 20) == 0) {
+    limit = std::to_string(max_value_bytes >> 20) + " MiB (" +
+            std::to_string(max_value_bytes) + " bytes; ";
+  }
+  return "a value may hold at most " + limit +
+         "the mount option -o max_value_bytes=N sets the limit)";
+}
+
 }  // namespace tabletfs::fs

@@ -8,6 +8,7 @@
 #ifndef TABLETFS_FS_ERRORS_H_
 #define TABLETFS_FS_ERRORS_H_
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -47,6 +48,11 @@ int ErrnoFromStatus(const Status& s);
 
 // ErrnoFromStatus(s) with s.ToString() as the reason; Ok() for an OK status.
 FsError FsErrorFromStatus(const Status& s);
+
+// EFBIG's reason: "a value may hold at most 64 MiB (67108864 bytes; the
+// mount option -o max_value_bytes=N sets the limit)", or "... at most 1000
+// bytes (the mount option ...)" for a limit that is no whole MiB.
+std::string ValueLimitReason(uint64_t max_value_bytes);
 
 // The symbolic name of an errno value ("ENOENT"), or "errno N" when unknown.
 std::string ErrnoName(int err);

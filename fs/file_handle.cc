@@ -57,9 +57,9 @@ FsError FileHandle::Write(off_t offset, std::string_view data) {
                      : static_cast<uint64_t>(offset) + data.size();
   if (offset < 0 || end > max_value_bytes_) {
     Refuse(EFBIG);
-    return FsError::Of(
-        EFBIG, "a value may hold at most " + std::to_string(max_value_bytes_) +
-                   " bytes; this write would end at " + std::to_string(end));
+    return FsError::Of(EFBIG, ValueLimitReason(max_value_bytes_) +
+                                  ": this write would end at " +
+                                  std::to_string(end));
   }
   if (mode_ == Mode::kAppend) {
     buffer_.append(data);
@@ -81,8 +81,7 @@ FsError FileHandle::Truncate(uint64_t size) {
   }
   if (size > max_value_bytes_) {
     Refuse(EFBIG);
-    return FsError::Of(EFBIG, "a value may hold at most " +
-                                  std::to_string(max_value_bytes_) + " bytes");
+    return FsError::Of(EFBIG, ValueLimitReason(max_value_bytes_));
   }
   if (mode_ == Mode::kAppend) {
     // Truncating an append handle means "truncate the cell" only when it

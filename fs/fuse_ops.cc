@@ -98,6 +98,12 @@ mode_t DirMode(const FamilySettings& s) {
 }
 
 // The path of `name` in directory `parent`, for log lines: "/t", not "//t".
+// Why a %~HASH name cannot be written where its key does not exist yet.
+constexpr char kHashedNameHelp[] =
+    ": a name ending in %~HASH stands for a key too long for a file name, "
+    "and the key cannot be rebuilt from it; copy such rows with tabletctl "
+    "export and tabletctl import (JSON lines keep every key)";
+
 std::string ChildPath(const Node& parent, std::string_view name) {
   std::string path = parent.DebugPath();
   if (path != "/") path += "/";
@@ -254,6 +260,12 @@ class Filesystem {
     }
   }
 
+  // The path of an inode for log lines ("inode N" when unknown).
+  std::string PathOfInode(fuse_ino_t ino) {
+    std::optional<Node> n = inodes_.Get(ino);
+    return n.has_value() ? n->DebugPath() : "inode " + std::to_string(ino);
+  }
+
   void Refuse(fuse_req_t req, const char* op, const std::string& what,
               const FsError& e) {
     AwaitInvalidations();
@@ -261,8 +273,14 @@ class Filesystem {
     // is no refusal but the store failing (a read error, a sticky
     // background error): always an error line, whatever the request, so
     // the log says why a `cat` or `ls` failed.
+    // mkdir probes nothing: its ENOENT (a family not in the schema) is a
+    // refusal the user must see.
+    // A %~HASH name that matches no key (ENAMETOOLONG) is no probe either:
+    // it is a copied tree that cannot come back, and cp fails at the lookup.
     LogLevel level = e.err == EIO ? LogLevel::kError
-                     : e.err == ENOENT || std::strcmp(op, "lookup") == 0
+                     : e.err == ENAMETOOLONG ? LogLevel::kInfo
+                     : (e.err == ENOENT && std::strcmp(op, "mkdir") != 0) ||
+                             std::strcmp(op, "lookup") == 0
                          ? LogLevel::kDebug
                          : LogLevel::kInfo;
     if (LogEnabled(level)) {
@@ -632,8 +650,8 @@ FsError Filesystem::ResolveHashedRow(const Node& parent,
   if (!(*scanner)->status().ok()) {
     return FsErrorFromStatus((*scanner)->status());
   }
-  return FsError::Of(ENAMETOOLONG,
-                     "no row matches the long name in " + parent.DebugPath());
+  return FsError::Of(ENAMETOOLONG, "no row matches the long name in " +
+                                       parent.DebugPath() + kHashedNameHelp);
 }
 
 FsError Filesystem::ResolveHashedQualifier(const Node& parent,
@@ -657,7 +675,7 @@ FsError Filesystem::ResolveHashedQualifier(const Node& parent,
   }
   if (!s.status().ok()) return FsErrorFromStatus(s.status());
   return FsError::Of(ENAMETOOLONG, "no qualifier matches the long name in " +
-                                       parent.DebugPath());
+                                       parent.DebugPath() + kHashedNameHelp);
 }
 
 FsError Filesystem::TableExists(std::string_view table) {
@@ -960,9 +978,7 @@ FsError Filesystem::SetCellMtime(const Node& cell, int64_t micros,
 FsError Filesystem::TruncateCell(const Node& cell, uint64_t size,
                                  fuse_ino_t ino) {
   if (size > options_.max_value_bytes) {
-    return FsError::Of(EFBIG, "a value may hold at most " +
-                                  std::to_string(options_.max_value_bytes) +
-                                  " bytes");
+    return FsError::Of(EFBIG, ValueLimitReason(options_.max_value_bytes));
   }
   // While writers are open, the truncate goes into their shared value and
   // is committed at once, as a truncate(2) on a local disk is.
@@ -1175,7 +1191,9 @@ void Filesystem::Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name,
   }
   if (e.ok()) {
     switch (n.kind) {
-      case NodeKind::kTable: {
+      case NodeKind::kTable:
+      case NodeKind::kSchemaTable: {
+        // mkdir TABLE and mkdir .schema/TABLE both create the table.
         Status s = db_->CreateTable(n.table);
         if (!s.ok()) e = FsErrorFromStatus(s);
         break;
@@ -1193,13 +1211,28 @@ void Filesystem::Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name,
       }
       case NodeKind::kFamily: {
         auto settings = db_->GetFamily(n.table, n.family);
+        if (!settings.ok() && settings.status().IsNotFound() &&
+            options_.auto_families && TableExists(n.table).ok()) {
+          // -o auto_families: as touch .schema/TABLE/FAMILY would.
+          const fuse_ctx* ctx = fuse_req_ctx(req);
+          FamilySettings s;
+          s.owner_uid = ctx->uid;
+          s.owner_gid = ctx->gid;
+          Status st = db_->CreateFamily(n.table, n.family, s);
+          if (st.ok() || st.IsAlreadyExists()) {
+            Log(LogLevel::kInfo, "mkdir " + n.DebugPath() + ": created family " +
+                    n.family + " of table " + n.table +
+                    " with default settings (-o auto_families)");
+          }
+          settings = db_->GetFamily(n.table, n.family);
+        }
         if (!settings.ok()) {
           e = FsError::Of(ENOENT, "family " + n.family +
-                                      " is not in the "
-                                      "schema of table " +
-                                      n.table +
-                                      " (create it with touch .schema/" +
-                                      n.table + "/" + n.family + ")");
+                                      " is not in the schema of table " +
+                                      n.table + ": create it with touch " +
+                                      options_.mountpoint + "/.schema/" +
+                                      n.table + "/" + n.family +
+                                      ", or mount with -o auto_families");
           break;
         }
         bool has = ephemeral_.HasFamily(n.table, n.row, n.family);
@@ -1279,6 +1312,30 @@ void Filesystem::Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
         if (e.ok() && !ephemeral_.RemoveFamily(n.table, n.row, n.family)) {
           e = FsError::Of(ENOENT, "no family directory " + n.DebugPath());
         }
+        break;
+      }
+      case NodeKind::kSchemaTable: {
+        // The table without families has no data left: dropping it
+        // completes `rm -r .schema/TABLE` (which first removed each family
+        // file) as one whole. With families left: ENOTEMPTY, nothing done.
+        e = TableExists(n.table);
+        if (!e.ok()) break;
+        auto families = db_->ListFamilies(n.table);
+        if (!families.ok()) {
+          e = FsErrorFromStatus(families.status());
+          break;
+        }
+        if (!families->empty()) {
+          e = FsError::Of(ENOTEMPTY, n.DebugPath() + " still has " +
+                                         std::to_string(families->size()) +
+                                         " families");
+          break;
+        }
+        Status s = db_->DeleteTable(n.table);
+        if (!s.ok()) e = FsErrorFromStatus(s);
+        ephemeral_.RemoveTable(n.table);
+        if (e.ok()) Log(LogLevel::kInfo, "rmdir " + n.DebugPath() + ": dropped table " +
+                            n.table + " (it had no families left)");
         break;
       }
       case NodeKind::kCell:
@@ -2078,6 +2135,12 @@ void RefuseOp(fuse_req_t req, const char* op, int err, const char* why) {
   Fs(req)->Refuse(req, op, "", FsError::Of(err, why));
 }
 
+// The same for a request on an inode: the log line names its path.
+void RefuseOnInode(fuse_req_t req, fuse_ino_t ino, const char* op, int err,
+                   const char* why) {
+  Fs(req)->Refuse(req, op, Fs(req)->PathOfInode(ino), FsError::Of(err, why));
+}
+
 const fuse_lowlevel_ops kOps = [] {
   fuse_lowlevel_ops ops;
   std::memset(&ops, 0, sizeof(ops));
@@ -2169,9 +2232,10 @@ const fuse_lowlevel_ops kOps = [] {
   ops.statfs = [](fuse_req_t req, fuse_ino_t ino) {
     Fs(req)->StatFs(req, ino);
   };
-  ops.setxattr = [](fuse_req_t req, fuse_ino_t, const char*, const char*,
+  ops.setxattr = [](fuse_req_t req, fuse_ino_t ino, const char*, const char*,
                     size_t, int) {
-    RefuseOp(req, "setxattr", ENOTSUP, "extended attributes have no meaning");
+    RefuseOnInode(req, ino, "setxattr", ENOTSUP,
+                  "extended attributes have no meaning");
   };
   ops.getxattr = [](fuse_req_t req, fuse_ino_t, const char*, size_t) {
     fuse_reply_err(req, ENOTSUP);  // probed by ls and cp: not logged
@@ -2179,9 +2243,9 @@ const fuse_lowlevel_ops kOps = [] {
   ops.listxattr = [](fuse_req_t req, fuse_ino_t, size_t) {
     fuse_reply_err(req, ENOTSUP);
   };
-  ops.removexattr = [](fuse_req_t req, fuse_ino_t, const char*) {
-    RefuseOp(req, "removexattr", ENOTSUP,
-             "extended attributes have no meaning");
+  ops.removexattr = [](fuse_req_t req, fuse_ino_t ino, const char*) {
+    RefuseOnInode(req, ino, "removexattr", ENOTSUP,
+                  "extended attributes have no meaning");
   };
   ops.create = [](fuse_req_t req, fuse_ino_t parent, const char* name,
                   mode_t mode, fuse_file_info* fi) {

@@ -37,6 +37,10 @@ struct SessionOptions {
   // names whatever these say).
   double entry_timeout = 1.0;
   double attr_timeout = 1.0;
+  // -o auto_families: mkdir of a family that is not in the schema creates
+  // it with default settings (as touch .schema/TABLE/FAMILY would), so a
+  // copied tree brings its families along. Off: ENOENT.
+  bool auto_families = false;
   // The store's value limit (Options::max_value_bytes): EFBIG beyond it.
   size_t max_value_bytes = 64u << 20;
   // Below this much free space in the data directory, write() fails with

@@ -77,6 +77,10 @@ bool ParseOption(const std::string& opt, DaemonArgs* out, std::string* error) {
     out->commit_seconds = v;
     return true;
   }
+  if (key == "auto_families" && eq == std::string::npos) {
+    out->auto_families = true;
+    return true;
+  }
   if (key == "debug") {
     out->debug = true;
     out->foreground = true;
@@ -168,12 +172,15 @@ std::string Usage(const std::string& program) {
          "1)\n"
          "        memtable_bytes=N       memtable budget (a flush at half)\n"
          "        tablet_split_bytes=N   tablet size before a split\n"
-         "        max_value_bytes=N      largest value (EFBIG beyond)\n"
+         "        max_value_bytes=N      largest value, default 64 MiB (EFBIG\n"
+         "                               beyond)\n"
          "        space_reserve_bytes=N  writes fail with ENOSPC below this free\n"
          "                               space (default 1/32 of the disk, at\n"
          "                               most 64 MiB)\n"
          "        commit=SECONDS         closed files survive a power cut after\n"
          "                               this long (default 5; 0: only fsync)\n"
+         "        auto_families          mkdir of a family not in the schema\n"
+         "                               creates it (default settings)\n"
          "        and the FUSE options below\n";
 }
 

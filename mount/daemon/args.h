@@ -44,6 +44,7 @@ struct DaemonArgs {
   std::optional<uint64_t> space_reserve_bytes;
   // The commit interval (ext4's commit=): 0 turns it off.
   std::optional<uint64_t> commit_seconds;
+  bool auto_families = false;  // -o auto_families
 };
 
 // Parses argv (argv[0] is the program). Returns false with *error set to a

@@ -111,6 +111,7 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
   so.max_value_bytes = options.max_value_bytes;
   // The reserve the store resolved (scaled with the disk when not set).
   so.space_reserve_bytes = (*db)->GetStats().space_reserve_bytes;
+  so.auto_families = args.auto_families;
   so.stats_text = [engine = db->get()] {
     return engine->GetStats().ToString();
   };

@@ -59,5 +59,14 @@ TEST(ErrorsTest, ReturnIfError) {
   EXPECT_EQ(FailsThenNot(false).err, EEXIST);
 }
 
+TEST(ErrorsTest, ValueLimitReasonSaysTheLimitAndTheOption) {
+  EXPECT_EQ(ValueLimitReason(64u << 20),
+            "a value may hold at most 64 MiB (67108864 bytes; the mount "
+            "option -o max_value_bytes=N sets the limit)");
+  EXPECT_EQ(ValueLimitReason(1000),
+            "a value may hold at most 1000 bytes (the mount option "
+            "-o max_value_bytes=N sets the limit)");
+}
+
 }  // namespace
 }  // namespace tabletfs::fs

@@ -1,0 +1,146 @@
+// Whole trees in and out of the schema through the shell: `rm -r
+// .schema/TABLE`, `cp -a` of a table tree with -o auto_families, and the
+// log lines that tell a user what to do when a tree does not fit, such as
+// rows listed under hashed names (issue 14, items 9, 11, 12 and 13).
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "store/db.h"
+#include "tests/util/mount_fixture.h"
+
+namespace tabletfs::testing {
+namespace {
+
+class TreeCopyTest : public MountFixture {
+ protected:
+  // Mounts in the foreground so that the daemon's log lands in log_.
+  void MountLogged(const std::vector<std::string>& args = {}) {
+    log_ = tmp() + "/daemon.log";
+    ASSERT_EQ(TryMountForeground(args, {}, log_), 0) << ReadFile(log_);
+  }
+  std::string Log() { return ReadFile(log_); }
+
+  std::string log_;
+};
+
+TEST_F(TreeCopyTest, RmRecursiveOfASchemaTableDropsTheWholeTable) {
+  CreateTable("t", {"a", "b"});
+  CreateTable("keep", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/a && echo 1 > t/r/a/q && mkdir -p t/r/b && "
+       "echo 2 > t/r/b/q");
+  // With families left, rmdir refuses and changes nothing.
+  EXPECT_NE(Sh("rmdir .schema/t 2>/dev/null"), 0);
+  EXPECT_EQ(ShOk("cat t/r/a/q"), "1\n");
+  EXPECT_EQ(ShOk("ls .schema/t"), "a\nb\n");
+
+  // rm -r removes each family, then the table itself: one whole success.
+  EXPECT_EQ(Sh("rm -r .schema/t"), 0);
+  EXPECT_EQ(ShOk("ls"), "keep\n");
+  EXPECT_NE(Sh("ls .schema/t 2>/dev/null"), 0);
+  // And mkdir .schema/TABLE makes a table, so a .schema tree copies back.
+  ShOk("mkdir .schema/t2 && touch .schema/t2/f");
+  EXPECT_EQ(ShOk("ls"), "keep\nt2\n");
+  Unmount();
+  Mount();
+  EXPECT_EQ(ShOk("ls"), "keep\nt2\n");
+  EXPECT_EQ(ShOk("ls .schema/t2"), "f\n");
+}
+
+TEST_F(TreeCopyTest, UnknownFamilyLogNamesTheSchemaFileAndTheOption) {
+  CreateTable("t", {"f"});
+  MountLogged();
+  std::string out;
+  EXPECT_NE(Sh("mkdir -p t/r/fa 2>&1", &out), 0);
+  EXPECT_NE(out.find("No such file or directory"), std::string::npos) << out;
+  const std::string log = Log();
+  EXPECT_NE(log.find("touch " + mnt() + "/.schema/t/fa"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("-o auto_families"), std::string::npos) << log;
+}
+
+TEST_F(TreeCopyTest, AutoFamiliesLetCpACopyATableTree) {
+  const std::string src = tmp() + "/src";
+  ASSERT_EQ(system(("mkdir -p " + src + "/t/r1/fa " + src + "/t/r1/fb " +
+                    src + "/t/r2/fa && echo one > " + src +
+                    "/t/r1/fa/q1 && echo two > " + src +
+                    "/t/r1/fb/q2 && echo three > " + src + "/t/r2/fa/q3 && "
+                    "touch -d 2026-01-01T00:00:00Z " + src + "/t/*/*/*")
+                       .c_str()),
+            0);
+  MountLogged({"-o", "auto_families"});
+  std::string out;
+  ASSERT_EQ(Sh("cp -a " + src + "/t . 2>&1", &out), 0) << out << Log();
+  EXPECT_EQ(Sh("diff -r " + src + "/t t"), 0);
+  // The families are in the schema with default settings.
+  EXPECT_EQ(ShOk("ls .schema/t"), "fa\nfb\n");
+  EXPECT_NE(ShOk("cat .schema/t/fa").find("gcpolicy = never"),
+            std::string::npos);
+  EXPECT_NE(Log().find("auto_families"), std::string::npos);
+  // Cell mtimes came along.
+  struct stat st;
+  ASSERT_EQ(stat(Path("t/r1/fa/q1").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mtime, 1767225600);
+}
+
+TEST_F(TreeCopyTest, RefusalLogLinesNameThePath) {
+  CreateTable("t", {"f"});
+  MountLogged({"-o", "max_value_bytes=1000"});
+  ShOk("mkdir -p t/r/f && echo v > t/r/f/q");
+  const std::string cell = Path("t/r/f/q");
+  EXPECT_EQ(setxattr(cell.c_str(), "user.x", "1", 1, 0), -1);
+  EXPECT_EQ(errno, ENOTSUP);
+  int fd = open(cell.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(fallocate(fd, 0, 0, 4096), -1);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  close(fd);
+  std::string out;
+  EXPECT_NE(Sh("head -c 2000 /dev/zero > t/r/f/big 2>&1", &out), 0);
+  const std::string log = Log();
+  EXPECT_NE(log.find("setxattr /t/r/f/q"), std::string::npos) << log;
+  EXPECT_NE(log.find("fallocate /t/r/f/q"), std::string::npos) << log;
+  // EFBIG says the limit and the option that sets it.
+  EXPECT_NE(log.find("at most 1000 bytes"), std::string::npos) << log;
+  EXPECT_NE(log.find("-o max_value_bytes=N"), std::string::npos) << log;
+}
+
+TEST_F(TreeCopyTest, HashedRowNamesCannotBeCopiedBackAndSaySo) {
+  CreateTable("t", {"f"});
+  CreateTable("t2", {"f"});
+  const std::string long_key(300, 'k');
+  {
+    auto db = OpenDb();
+    RowMutation m(long_key);
+    m.SetCell("f", "q", "v");
+    ASSERT_TRUE(db->Apply("t", m, WriteOptions()).ok());
+  }
+  MountLogged();
+  const std::string listed = ShOk("ls t");
+  ASSERT_NE(listed.find("%~"), std::string::npos) << listed;
+  const std::string name = listed.substr(0, listed.size() - 1);
+  // Out of the mount: fine.
+  ASSERT_EQ(Sh("cp -a t/" + name + " " + tmp() + "/"), 0);
+  // Back into another table: the key cannot come from the name.
+  std::string out;
+  EXPECT_NE(Sh("cp -a " + tmp() + "/" + name + " t2/ 2>&1", &out), 0);
+  EXPECT_NE(out.find("File name too long"), std::string::npos) << out;
+  EXPECT_EQ(ShOk("ls t2"), "");
+  const std::string log = Log();
+  EXPECT_NE(log.find("tabletctl export"), std::string::npos) << log;
+  EXPECT_NE(log.find("tabletctl import"), std::string::npos) << log;
+  // Into its own table the name resolves to the key: the copy works.
+  EXPECT_EQ(Sh("cp -a " + tmp() + "/" + name + "/f/q t/" + name +
+               "/f/q2"),
+            0);
+  EXPECT_EQ(ShOk("cat t/" + name + "/f/q2"), "v");
+}
+
+}  // namespace
+}  // namespace tabletfs::testing

@@ -324,6 +324,10 @@ class DBImpl final : public DB {
   // Splits or merges one tablet when one is due (db_tablets.cc); true when
   // it did (or tried) something.
   bool NeedsTabletChange() REQUIRES(mu_);
+  // After a write into the tablet holding `key` of table `table_id`: when
+  // that tablet (memtables included) is past tablet_split_bytes, wakes the
+  // background thread to freeze and split it, and returns true.
+  bool WakeForSplit(uint32_t table_id, std::string_view key) REQUIRES(mu_);
   Status MaybeChangeTablets(bool* did) REQUIRES(mu_);
   Status SplitTablet(std::shared_ptr<Tablet> t) REQUIRES(mu_);
   Status MergeTablets(std::shared_ptr<Tablet> a, std::shared_ptr<Tablet> b)

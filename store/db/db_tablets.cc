@@ -301,6 +301,17 @@ bool DBImpl::NeedsTabletChange() {
   return false;
 }
 
+bool DBImpl::WakeForSplit(uint32_t table_id, std::string_view key) {
+  const uint64_t limit = options_.tablet_split_bytes;
+  if (limit == 0 || bg_busy_) return false;  // a busy thread looks anyway
+  const Tablet* t = FindTablet(table_id, key);
+  if (t == nullptr || t->foreign_files) return false;
+  const uint64_t bytes = TabletBytes(*t);
+  if (bytes <= limit || bytes < t->no_split_below) return false;
+  bg_cv_.Signal();
+  return true;
+}
+
 Status DBImpl::MaybeChangeTablets(bool* did) {
   *did = false;
   uint64_t limit = options_.tablet_split_bytes;

@@ -320,6 +320,14 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
     if (batch->sync) ++stat_log_syncs_;
     log_file_bytes_ = log_bytes;
     log_sizes_[current_log_number_] = log_file_bytes_;
+    // A tablet that its memtable takes past the split threshold splits
+    // now, not after the next flush (which waits for memtable_bytes).
+    const MemTable* last = nullptr;
+    for (const GroupEntry& e : batch->entries) {
+      if (e.mem == nullptr || e.mem == last) continue;
+      last = e.mem;
+      if (WakeForSplit(e.table_id, e.key)) break;
+    }
   } else if (status.IsNoSpace()) {
     // The numbers are burnt, never reused: the record may have reached
     // the old log whole (then it replays after a crash, like any write

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -20,6 +21,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -688,6 +690,31 @@ TEST_F(TabletTest, DeletesAndCompactionMergeTablets) {
 
 // (f) A dropped table's tablets go with it: the recreated table starts with
 // one empty tablet, also after a reopen, and none of the old data shows.
+// A tablet past tablet_split_bytes splits while its data is still in the
+// memtable: it does not wait for a flush, which memtable_bytes (64 MiB
+// here) would put off indefinitely (issue 14, item 2). Without the fix the
+// tablet stayed whole; the wait polls with a deadline and never calls
+// WaitForIdle, which would look for a split itself.
+TEST_F(TabletTest, SplitsWhileItsDataIsInTheMemtable) {
+  db_.reset();
+  options_.memtable_bytes = 64 << 20;
+  options_.tablet_split_bytes = 256 << 10;
+  Reopen();
+  // 3,000 rows of 2,000 bytes: about 6 MB, 24 times the threshold.
+  for (int i = 0; i < 3000; ++i) {
+    Put(Numbered("m", 10000 + i), 0, "q", Value("m", i, 2000));
+  }
+  std::vector<TabletInfo> tablets = Tablets();
+  for (int waited_ms = 0; tablets.size() < 2 && waited_ms < 20000;
+       waited_ms += 10) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    tablets = Tablets();
+  }
+  EXPECT_GE(tablets.size(), 2u);
+  CheckTabletList(tablets);
+  CheckReadsAtBoundaries();
+}
+
 TEST_F(TabletTest, DroppedTableTabletsVanish) {
   for (int i = 0; i < 300; ++i) {
     Put(Numbered("d", 1000 + i), 0, "q", Value("d", i, 80));

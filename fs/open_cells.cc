@@ -17,9 +17,8 @@ int64_t NowMicros() {
 }
 
 FsError TooBig(size_t limit, uint64_t end) {
-  return FsError::Of(EFBIG, "a value may hold at most " +
-                                std::to_string(limit) +
-                                " bytes; this write would end at " +
+  return FsError::Of(EFBIG, ValueLimitReason(limit) +
+                                ": this write would end at " +
                                 std::to_string(end));
 }
 

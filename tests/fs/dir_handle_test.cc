@@ -7,19 +7,29 @@
 #include "gtest/gtest.h"
 #include "store/db.h"
 #include "store/env/mem_env.h"
+#include "store/reference/reference_bigtable.h"
 
 namespace tabletfs::fs {
 namespace {
 
-class DirHandleTest : public ::testing::Test {
+// The same tests over the engine and over the reference implementation
+// (store/reference/): directory listings need only the data-model
+// interface.
+class DirHandleTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     env_ = NewMemEnv();
-    Options options;
-    options.env = env_.get();
-    auto db = DB::Open(options, "/db");
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    db_ = std::move(db).value();
+    if (GetParam() == "engine") {
+      Options options;
+      options.env = env_.get();
+      auto db = DB::Open(options, "/db");
+      ASSERT_TRUE(db.ok()) << db.status().ToString();
+      db_ = std::move(db).value();
+    } else {
+      ReferenceOptions options;
+      options.clock = env_.get();
+      db_ = NewReferenceBigtable(options);
+    }
     ASSERT_TRUE(db_->CreateTable("t").ok());
     ASSERT_TRUE(db_->CreateFamily("t", "f", FamilySettings()).ok());
     ASSERT_TRUE(db_->CreateFamily("t", "g", FamilySettings()).ok());
@@ -60,11 +70,11 @@ class DirHandleTest : public ::testing::Test {
   }
 
   std::unique_ptr<Env> env_;
-  std::unique_ptr<DB> db_;
+  std::unique_ptr<Bigtable> db_;
   EphemeralDirs ephemeral_;
 };
 
-TEST_F(DirHandleTest, ListsRowsInOrderWithDots) {
+TEST_P(DirHandleTest, ListsRowsInOrderWithDots) {
   Put("b", "f", "q");
   Put("a", "f", "q");
   Put("c", "g", "q");
@@ -76,7 +86,7 @@ TEST_F(DirHandleTest, ListsRowsInOrderWithDots) {
   EXPECT_TRUE(ReadSome(&d, last, 100, &last).empty());
 }
 
-TEST_F(DirHandleTest, ResumesByKeyWhileRowsComeAndGo) {
+TEST_P(DirHandleTest, ResumesByKeyWhileRowsComeAndGo) {
   for (char c = 'a'; c <= 'j'; c++) Put(std::string(1, c), "f", "q");
   DirHandle d(db_.get(), &ephemeral_, TableNode());
   off_t last = 0;
@@ -102,7 +112,7 @@ TEST_F(DirHandleTest, ResumesByKeyWhileRowsComeAndGo) {
   }
 }
 
-TEST_F(DirHandleTest, ResumesFromAnEarlierOffsetAndRewinds) {
+TEST_P(DirHandleTest, ResumesFromAnEarlierOffsetAndRewinds) {
   for (char c = 'a'; c <= 'e'; c++) Put(std::string(1, c), "f", "q");
   DirHandle d(db_.get(), &ephemeral_, TableNode());
   off_t last = 0;
@@ -116,7 +126,7 @@ TEST_F(DirHandleTest, ResumesFromAnEarlierOffsetAndRewinds) {
   EXPECT_EQ(e.err, EINVAL);
 }
 
-TEST_F(DirHandleTest, MergesDirectoriesMadeByMkdir) {
+TEST_P(DirHandleTest, MergesDirectoriesMadeByMkdir) {
   Put("b", "f", "q");
   ephemeral_.AddRow("t", "a");
   ephemeral_.AddRow("t", "b");
@@ -127,7 +137,7 @@ TEST_F(DirHandleTest, MergesDirectoriesMadeByMkdir) {
             (std::vector<std::string>{".", "..", "a", "b", "c"}));
 }
 
-TEST_F(DirHandleTest, ListsFamiliesOfARowAndQualifiersOfAFamily) {
+TEST_P(DirHandleTest, ListsFamiliesOfARowAndQualifiersOfAFamily) {
   Put("r", "g", "z");
   Put("r", "g", "");
   Put("r", "g", "a/b");
@@ -157,7 +167,7 @@ TEST_F(DirHandleTest, ListsFamiliesOfARowAndQualifiersOfAFamily) {
   ASSERT_TRUE(entries[4].settings.has_value());
 }
 
-TEST_F(DirHandleTest, StreamsManyQualifiersInSmallBatches) {
+TEST_P(DirHandleTest, StreamsManyQualifiersInSmallBatches) {
   RowMutation m("r");
   for (int i = 0; i < 3000; i++) {
     char q[16];
@@ -192,7 +202,7 @@ TEST_F(DirHandleTest, StreamsManyQualifiersInSmallBatches) {
 // out again, for other names when directories made by mkdir (merged live,
 // not from the pass's snapshot) came or went meanwhile. A resume must go
 // on from the name most recently given that offset.
-TEST_F(DirHandleTest, ResumesFromAReissuedOffset) {
+TEST_P(DirHandleTest, ResumesFromAReissuedOffset) {
   for (char c = 'a'; c <= 'j'; c++) Put(std::string(1, c), "f", "q");
   DirHandle d(db_.get(), &ephemeral_, TableNode());
   off_t last = 0;
@@ -215,7 +225,7 @@ TEST_F(DirHandleTest, ResumesFromAReissuedOffset) {
 
 // seekdir() to a telldir() taken more than kRememberedEntries entries ago
 // (a program that walks a huge table and comes back) must not fail.
-TEST_F(DirHandleTest, ResumesFromAnOffsetOlderThanTheRememberedWindow) {
+TEST_P(DirHandleTest, ResumesFromAnOffsetOlderThanTheRememberedWindow) {
   const int kRows = static_cast<int>(DirHandle::kRememberedEntries) + 500;
   std::vector<std::string> rows;
   for (int i = 0; i < kRows; i++) {
@@ -245,6 +255,12 @@ TEST_F(DirHandleTest, ResumesFromAnOffsetOlderThanTheRememberedWindow) {
   FsError e = d.Read(kRows + 100, [](const DirEntry&) { return true; });
   EXPECT_EQ(e.err, EINVAL);
 }
+
+INSTANTIATE_TEST_SUITE_P(Implementations, DirHandleTest,
+                         ::testing::Values("engine", "reference"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace tabletfs::fs

@@ -112,11 +112,21 @@ void DBImpl::RollLogAfterFailure() {
     bg_error_ = file.status().WithContext("replacing a failed log");
     return;
   }
+  Status synced;
   {
     MutexLock lg(&log_mu_);
     AwaitLogIdle();  // a commit may be syncing the failed log
+    // The failed log holds acknowledged writes before the failure: sync
+    // what reached the kernel (a partial record at its end reads back as a
+    // torn tail), so that, like every switched log, it is durable before
+    // anything in the next one can be (the commit interval and synced
+    // writes sync only the current log).
+    synced = log_->SyncFlushed();
     log_ = std::make_unique<LogWriter>(std::move(*file));
     log_synced_bytes_ = 0;
+  }
+  if (!synced.ok() && !synced.IsNotSupported()) {
+    bg_error_ = synced.WithContext("syncing a failed log");
   }
   current_log_number_ = number;
   log_file_bytes_ = 0;

@@ -335,7 +335,8 @@ class DBImpl final : public DB {
   // After log replay: persists the recovered state, opens a new log and
   // deletes what is obsolete.
   Status FinishRecovery(const std::vector<uint64_t>& old_logs);
-  // Replaces a log whose append failed (it may end in a partial record).
+  // Replaces a log whose append failed (it may end in a partial record),
+  // after syncing what of it reached the kernel.
   void RollLogAfterFailure() REQUIRES(mu_);
   static void SortLevels(Version* v);
   // Makes room in memory for a write: freezes the largest memtable when

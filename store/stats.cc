@@ -34,6 +34,7 @@ std::string DbStats::ToString() const {
   }
   out << "log_syncs " << log_syncs << "\n";
   out << "commit_syncs " << commit_syncs << "\n";
+  out << "commit_sync_micros " << commit_sync_micros << "\n";
   out << "log_unsynced_bytes " << log_unsynced_bytes << "\n";
   out << "space_reserve_bytes " << space_reserve_bytes << "\n";
   out << "block_cache_hits " << block_cache_hits << "\n";

@@ -32,6 +32,8 @@ struct DbStats {
   // change asked for; and those of the commit interval.
   uint64_t log_syncs = 0;
   uint64_t commit_syncs = 0;
+  // Time the commit thread spent in those syncs (beside the writers).
+  uint64_t commit_sync_micros = 0;
   // Bytes of the current log not yet synced: acknowledged writes that a
   // power cut now could lose (0 once the commit interval has passed).
   uint64_t log_unsynced_bytes = 0;

@@ -375,7 +375,8 @@ void DBImpl::CommitLoop() {
     }
     // Behind (a slow sync, a stopped process): the next tick is an interval
     // from now, not a burst of missed ones.
-    next = std::max(next + interval, now);
+    next += interval;
+    if (next <= now) next = now + interval;
     mu_.Unlock();
     CommitLog().IgnoreError();  // sticky in bg_error_ and logged
     mu_.Lock();
@@ -389,7 +390,10 @@ Status DBImpl::CommitLog() {
     if (!bg_error_.ok()) return bg_error_;
   }
   bool synced = false;
+  const auto start = std::chrono::steady_clock::now();
   Status s = SyncLogConcurrently(&synced);
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - start);
   MutexLock l(&mu_);
   if (!s.ok()) {
     // As for any failed sync: what the log holds past its last good sync
@@ -398,7 +402,10 @@ Status DBImpl::CommitLog() {
     Log(LogLevel::kError, "log sync failed: " + s.ToString());
     return bg_error_;
   }
-  if (synced) ++stat_commit_syncs_;
+  if (synced) {
+    ++stat_commit_syncs_;
+    stat_commit_sync_micros_ += static_cast<uint64_t>(micros.count());
+  }
   return Status::OK();
 }
 
@@ -805,6 +812,7 @@ DbStats DBImpl::GetStats() {
   s.bytes_written_to_disk = stat_bytes_disk_;
   s.log_syncs = stat_log_syncs_;
   s.commit_syncs = stat_commit_syncs_;
+  s.commit_sync_micros = stat_commit_sync_micros_;
   s.space_reserve_bytes = space_reserve_;
   {
     MutexLock lg(&log_mu_);

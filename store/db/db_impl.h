@@ -557,6 +557,7 @@ class DBImpl final : public DB {
   uint64_t stat_bytes_disk_ GUARDED_BY(mu_) = 0;
   uint64_t stat_log_syncs_ GUARDED_BY(mu_) = 0;
   uint64_t stat_commit_syncs_ GUARDED_BY(mu_) = 0;
+  uint64_t stat_commit_sync_micros_ GUARDED_BY(mu_) = 0;
   uint64_t stat_flushes_ GUARDED_BY(mu_) = 0;
   uint64_t stat_compactions_ GUARDED_BY(mu_) = 0;
   uint64_t stat_write_stalls_ GUARDED_BY(mu_) = 0;

@@ -7,7 +7,7 @@
 //       --db=DIR [--num=N] [--reads=R] [--value_size=B]
 //       [--compressible_fraction=F] [--threads=T] [--sync] [--matched]
 //       [--write_buffer_size=B --block_size=B --cache_size=B --bloom_bits=N]
-//       [--seed=S] [--label=TEXT]
+//       [--seed=S] [--label=TEXT] [--commit_interval_ms=N]
 //
 // Prints one line, `dbbench {json}`, on stdout; errors go to stderr with a
 // non-zero exit. Keys are 16 bytes ("%016u" of an index in [0, num)), values
@@ -153,6 +153,10 @@ std::string ParseFlags(int argc, char **argv, Flags *flags) {
     } else if (name == "cache_size") {
       ok = number(&tmp);
       flags->config.cache_bytes = tmp;
+    } else if (name == "commit_interval_ms") {
+      // tabletfs: the commit interval (0: off); unset: the store's 5 s.
+      ok = number(&tmp) && tmp <= 86400000;
+      flags->config.commit_interval_ms = static_cast<int64_t>(tmp);
     } else if (name == "bloom_bits") {
       ok = number(&tmp);
       flags->config.bloom_bits = static_cast<int>(tmp);

@@ -32,6 +32,9 @@ struct EngineConfig {
   int bloom_bits = 10;
   // Every write syncs the log before it returns.
   bool sync = false;
+  // tabletfs only: Options::commit_interval in milliseconds (0: off);
+  // negative: the store's default (5 s).
+  int64_t commit_interval_ms = -1;
 };
 
 // Counters an engine reports about itself; -1 where it reports nothing.

@@ -1,5 +1,6 @@
 // The tabletfs engine for the benchmark: each key is a row of table "bench"
 // with one cell f:v (see engine.h).
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -69,6 +70,10 @@ class TabletfsEngine : public Engine {
       options.block_cache_bytes = config.cache_bytes;
       options.bloom_bits_per_key = config.bloom_bits;
     }
+    if (config.commit_interval_ms >= 0) {
+      options.commit_interval =
+          std::chrono::milliseconds(config.commit_interval_ms);
+    }
     write_options_.sync = config.sync;
     Result<std::unique_ptr<DB>> db = DB::Open(options, dir);
     if (!db.ok()) return db.status();
@@ -136,7 +141,10 @@ class TabletfsEngine : public Engine {
                     std::to_string(stats.table_read_bytes) +
                     ";cache_hits=" + std::to_string(stats.block_cache_hits) +
                     ";cache_misses=" +
-                    std::to_string(stats.block_cache_misses);
+                    std::to_string(stats.block_cache_misses) +
+                    ";commit_syncs=" + std::to_string(stats.commit_syncs) +
+                    ";commit_sync_ms=" +
+                    std::to_string(stats.commit_sync_micros / 1000);
     return report;
   }
 

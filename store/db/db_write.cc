@@ -78,12 +78,15 @@ uint64_t DBImpl::ResolveSpaceReserve() {
   // reserve; a filesystem that reports no size at all gets none: writes
   // then fail only with the disk's own ENOSPC.
   uint64_t reserve = std::min(kMaxDefaultReserve, *size / 32);
-  Log(LogLevel::kInfo,
-      "space reserve: " + std::to_string(reserve) + " bytes (" +
-          (*size == 0 ? std::string("the filesystem reports no size")
-                      : "1/32 of the " + std::to_string(*size) +
-                            "-byte filesystem, at most 64 MiB") +
-          "; set it with space_reserve_bytes)");
+  std::string why =
+      *size == 0 ? std::string("the filesystem reports no size")
+      : reserve == kMaxDefaultReserve
+          ? "the most by default; 1/32 of the " + std::to_string(*size) +
+                "-byte filesystem is more"
+          : "1/32 of the " + std::to_string(*size) + "-byte filesystem";
+  Log(LogLevel::kInfo, "space reserve: " + std::to_string(reserve) +
+                           " bytes (" + why +
+                           "; set it with space_reserve_bytes)");
   return reserve;
 }
 

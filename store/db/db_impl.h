@@ -309,6 +309,14 @@ class DBImpl final : public DB {
   std::shared_ptr<const FileMeta> GetLiveFile(const FileMeta& meta)
       REQUIRES(mu_);
   Status ApplyTabletEdits(const VersionEdit& edit) REQUIRES(mu_);
+  // The steps of ApplyTabletEdits, in its order (db_tablets.cc): tablet
+  // records (a snapshot edit's, replacing a table's tablets), one split,
+  // one merge (either skipped when its table was dropped since), and the
+  // files added and deleted. Corruption for records that cannot apply.
+  Status ApplyTabletRecords(const VersionEdit& edit) REQUIRES(mu_);
+  Status ApplySplit(const VersionEdit::SplitRecord& sp) REQUIRES(mu_);
+  Status ApplyMerge(const VersionEdit::MergeRecord& m) REQUIRES(mu_);
+  Status ApplyFileChanges(const VersionEdit& edit) REQUIRES(mu_);
   // The oldest log holding an unflushed entry of any tablet, with tablet
   // `except` (when not null) taken to start at `except_log`.
   uint64_t MinLiveLog(const Tablet* except = nullptr,

@@ -113,6 +113,30 @@ uint64_t DBImpl::MinLiveLog(const Tablet* except, uint64_t except_log) {
 // ---------------------------------------------------------------------------
 
 Status DBImpl::ApplyTabletEdits(const VersionEdit& edit) {
+  TABLETFS_RETURN_IF_ERROR(ApplyTabletRecords(edit));
+  for (const VersionEdit::SplitRecord& sp : edit.splits) {
+    TABLETFS_RETURN_IF_ERROR(ApplySplit(sp));
+  }
+  for (const VersionEdit::MergeRecord& m : edit.merges) {
+    TABLETFS_RETURN_IF_ERROR(ApplyMerge(m));
+  }
+  for (const auto& [id, log] : edit.tablet_logs) {
+    auto it = tablets_.find(id);
+    if (it != tablets_.end()) {
+      it->second->log_number = std::max(it->second->log_number, log);
+    }
+  }
+  if (!edit.added_files.empty() || !edit.deleted_files.empty()) {
+    TABLETFS_RETURN_IF_ERROR(ApplyFileChanges(edit));
+  }
+  max_l0_ = 0;
+  for (const auto& [id, t] : tablets_) {
+    max_l0_ = std::max(max_l0_, static_cast<int>(t->version->levels[0].size()));
+  }
+  return Status::OK();
+}
+
+Status DBImpl::ApplyTabletRecords(const VersionEdit& edit) {
   // Tablet records (snapshot edits): the first record of a table replaces
   // the tablets it has (the one made with the table).
   std::set<uint32_t> replaced;
@@ -131,129 +155,123 @@ Status DBImpl::ApplyTabletEdits(const VersionEdit& edit) {
     t->log_number = r.log_number;
     AddTablet(std::move(t));
   }
+  return Status::OK();
+}
 
-  for (const VersionEdit::SplitRecord& sp : edit.splits) {
-    auto it = tablets_.find(sp.parent);
-    if (it == tablets_.end()) continue;  // its table was dropped since
-    std::shared_ptr<Tablet> parent = it->second;
-    std::string split_key = RowPrefix(parent->table_id, sp.row);
-    if (split_key <= parent->lo || split_key >= parent->hi) {
-      return Status::Corruption("manifest: split row outside tablet " +
-                                std::to_string(sp.parent));
-    }
-    // Both halves read the parent's frozen memtables and files, each
-    // clipped to its own range, until flushes and compactions rewrite them.
-    std::vector<Immutable> imm = parent->imm;
-    if (parent->mem->entries() > 0) {
-      imm.push_back({parent->mem, parent->mem_first_log, ++freeze_order_});
-    }
-    RemoveTablet(parent->id);
-    auto left = NewTablet(parent->table_id, sp.left, parent->start_row, sp.row);
-    auto right = NewTablet(parent->table_id, sp.right, sp.row, parent->end_row);
-    for (const auto& child : {left, right}) {
-      child->imm = imm;
-      child->log_number = parent->log_number;
-      SetVersion(child.get(), parent->version);
-      AddTablet(child);
-    }
+Status DBImpl::ApplySplit(const VersionEdit::SplitRecord& sp) {
+  auto it = tablets_.find(sp.parent);
+  if (it == tablets_.end()) return Status::OK();  // its table was dropped
+  std::shared_ptr<Tablet> parent = it->second;
+  std::string split_key = RowPrefix(parent->table_id, sp.row);
+  if (split_key <= parent->lo || split_key >= parent->hi) {
+    return Status::Corruption("manifest: split row outside tablet " +
+                              std::to_string(sp.parent));
   }
+  // Both halves read the parent's frozen memtables and files, each
+  // clipped to its own range, until flushes and compactions rewrite them.
+  std::vector<Immutable> imm = parent->imm;
+  if (parent->mem->entries() > 0) {
+    imm.push_back({parent->mem, parent->mem_first_log, ++freeze_order_});
+  }
+  RemoveTablet(parent->id);
+  auto left = NewTablet(parent->table_id, sp.left, parent->start_row, sp.row);
+  auto right = NewTablet(parent->table_id, sp.right, sp.row, parent->end_row);
+  for (const auto& child : {left, right}) {
+    child->imm = imm;
+    child->log_number = parent->log_number;
+    SetVersion(child.get(), parent->version);
+    AddTablet(child);
+  }
+  return Status::OK();
+}
 
-  for (const VersionEdit::MergeRecord& m : edit.merges) {
-    auto ia = tablets_.find(m.left);
-    auto ib = tablets_.find(m.right);
-    if (ia == tablets_.end() || ib == tablets_.end()) continue;  // dropped
-    std::shared_ptr<Tablet> a = ia->second, b = ib->second;
-    if (a->table_id != b->table_id || a->end_row.empty() ||
-        a->end_row != b->start_row) {
-      return Status::Corruption(
-          "manifest: merge of tablets " + std::to_string(m.left) + " and " +
-          std::to_string(m.right) + " that are not neighbours");
-    }
-    auto merged = NewTablet(a->table_id, m.merged, a->start_row, b->end_row);
-    auto v = std::make_shared<Version>();
-    for (int level = 0; level < Version::kNumLevels; ++level) {
-      std::set<uint64_t> seen;
-      for (const Tablet* t : {a.get(), b.get()}) {
-        for (const auto& f : t->version->levels[level]) {
-          if (seen.insert(f->number).second) v->levels[level].push_back(f);
-        }
-      }
-    }
-    SortLevels(v.get());
-    std::vector<Immutable> imm;
+Status DBImpl::ApplyMerge(const VersionEdit::MergeRecord& m) {
+  auto ia = tablets_.find(m.left);
+  auto ib = tablets_.find(m.right);
+  if (ia == tablets_.end() || ib == tablets_.end()) {
+    return Status::OK();  // dropped with its table
+  }
+  std::shared_ptr<Tablet> a = ia->second, b = ib->second;
+  if (a->table_id != b->table_id || a->end_row.empty() ||
+      a->end_row != b->start_row) {
+    return Status::Corruption(
+        "manifest: merge of tablets " + std::to_string(m.left) + " and " +
+        std::to_string(m.right) + " that are not neighbours");
+  }
+  auto merged = NewTablet(a->table_id, m.merged, a->start_row, b->end_row);
+  auto v = std::make_shared<Version>();
+  for (int level = 0; level < Version::kNumLevels; ++level) {
+    std::set<uint64_t> seen;
     for (const Tablet* t : {a.get(), b.get()}) {
-      for (const Immutable& i : t->imm) {
-        bool dup = std::any_of(imm.begin(), imm.end(),
-                               [&](const auto& x) { return x.mem == i.mem; });
-        if (!dup) imm.push_back(i);
-      }
-      if (t->mem->entries() > 0) {
-        imm.push_back({t->mem, t->mem_first_log, ++freeze_order_});
+      for (const auto& f : t->version->levels[level]) {
+        if (seen.insert(f->number).second) v->levels[level].push_back(f);
       }
     }
-    std::sort(imm.begin(), imm.end(),
-              [](const auto& x, const auto& y) { return x.order < y.order; });
-    merged->imm = std::move(imm);
-    // The older position: replay may then bring back entries of one half
-    // that its SSTables already hold; they are the same entries, and reads
-    // and flushes keep one (store/doc/tablets.md).
-    merged->log_number = std::min(a->log_number, b->log_number);
-    SetVersion(merged.get(), std::move(v));
-    RemoveTablet(a->id);
-    RemoveTablet(b->id);
-    AddTablet(std::move(merged));
   }
-
-  for (const auto& [id, log] : edit.tablet_logs) {
-    auto it = tablets_.find(id);
-    if (it != tablets_.end()) {
-      it->second->log_number = std::max(it->second->log_number, log);
+  SortLevels(v.get());
+  std::vector<Immutable> imm;
+  for (const Tablet* t : {a.get(), b.get()}) {
+    for (const Immutable& i : t->imm) {
+      bool dup = std::any_of(imm.begin(), imm.end(),
+                             [&](const auto& x) { return x.mem == i.mem; });
+      if (!dup) imm.push_back(i);
+    }
+    if (t->mem->entries() > 0) {
+      imm.push_back({t->mem, t->mem_first_log, ++freeze_order_});
     }
   }
+  std::sort(imm.begin(), imm.end(),
+            [](const auto& x, const auto& y) { return x.order < y.order; });
+  merged->imm = std::move(imm);
+  // The older position: replay may then bring back entries of one half
+  // that its SSTables already hold; they are the same entries, and reads
+  // and flushes keep one (store/doc/tablets.md).
+  merged->log_number = std::min(a->log_number, b->log_number);
+  SetVersion(merged.get(), std::move(v));
+  RemoveTablet(a->id);
+  RemoveTablet(b->id);
+  AddTablet(std::move(merged));
+  return Status::OK();
+}
 
-  if (!edit.added_files.empty() || !edit.deleted_files.empty()) {
-    std::map<uint32_t, std::shared_ptr<Version>> changed;
-    auto version_of = [&](const std::shared_ptr<Tablet>& t) {
-      std::shared_ptr<Version>& v = changed[t->id];
-      if (v == nullptr) v = std::make_shared<Version>(*t->version);
-      return v.get();
+Status DBImpl::ApplyFileChanges(const VersionEdit& edit) {
+  std::map<uint32_t, std::shared_ptr<Version>> changed;
+  auto version_of = [&](const std::shared_ptr<Tablet>& t) {
+    std::shared_ptr<Version>& v = changed[t->id];
+    if (v == nullptr) v = std::make_shared<Version>(*t->version);
+    return v.get();
+  };
+  for (const VersionEdit::DeletedFile& d : edit.deleted_files) {
+    // DecodeFrom checks levels; this guards edits built in memory too.
+    if (d.level < 0 || d.level >= Version::kNumLevels) {
+      return Status::Corruption("manifest: bad level " +
+                                std::to_string(d.level));
+    }
+    auto is_it = [&](const std::shared_ptr<const FileMeta>& f) {
+      return f->number == d.number;
     };
-    for (const VersionEdit::DeletedFile& d : edit.deleted_files) {
-      // DecodeFrom checks levels; this guards edits built in memory too.
-      if (d.level < 0 || d.level >= Version::kNumLevels) {
-        return Status::Corruption("manifest: bad level " +
-                                  std::to_string(d.level));
-      }
-      auto is_it = [&](const std::shared_ptr<const FileMeta>& f) {
-        return f->number == d.number;
-      };
-      for (const auto& [id, t] : tablets_) {
-        if (d.tablet_id != 0 && id != d.tablet_id) continue;
-        const auto& files = t->version->levels[d.level];
-        if (std::none_of(files.begin(), files.end(), is_it)) continue;
-        std::erase_if(version_of(t)->levels[d.level], is_it);
-      }
-    }
-    for (const FileMeta& f : edit.added_files) {
-      if (f.level < 0 || f.level >= Version::kNumLevels) {
-        return Status::Corruption("manifest: bad level " +
-                                  std::to_string(f.level));
-      }
-      // A file of a tablet dropped with its table since it was written is
-      // let go at once (and deleted).
-      std::shared_ptr<const FileMeta> live = GetLiveFile(f);
-      auto it = tablets_.find(f.tablet_id);
-      if (it == tablets_.end()) continue;
-      version_of(it->second)->levels[f.level].push_back(std::move(live));
-    }
-    for (auto& [id, v] : changed) {
-      SortLevels(v.get());
-      SetVersion(tablets_[id].get(), std::move(v));
+    for (const auto& [id, t] : tablets_) {
+      if (d.tablet_id != 0 && id != d.tablet_id) continue;
+      const auto& files = t->version->levels[d.level];
+      if (std::none_of(files.begin(), files.end(), is_it)) continue;
+      std::erase_if(version_of(t)->levels[d.level], is_it);
     }
   }
-  max_l0_ = 0;
-  for (const auto& [id, t] : tablets_) {
-    max_l0_ = std::max(max_l0_, static_cast<int>(t->version->levels[0].size()));
+  for (const FileMeta& f : edit.added_files) {
+    if (f.level < 0 || f.level >= Version::kNumLevels) {
+      return Status::Corruption("manifest: bad level " +
+                                std::to_string(f.level));
+    }
+    // A file of a tablet dropped with its table since it was written is
+    // let go at once (and deleted).
+    std::shared_ptr<const FileMeta> live = GetLiveFile(f);
+    auto it = tablets_.find(f.tablet_id);
+    if (it == tablets_.end()) continue;
+    version_of(it->second)->levels[f.level].push_back(std::move(live));
+  }
+  for (auto& [id, v] : changed) {
+    SortLevels(v.get());
+    SetVersion(tablets_[id].get(), std::move(v));
   }
   return Status::OK();
 }

@@ -547,8 +547,11 @@ class Filesystem {
   }
   // The kernel's attributes and pages of `ino` are stale (the store did
   // not change).
-  void InvalidateKernel(uint64_t ino) {
-    if (invalidator_) last_ticket_ = invalidator_->Inode(ino);
+  // `await`: the reply waits for it (AwaitInvalidations).
+  void InvalidateKernel(uint64_t ino, bool await = true) {
+    if (!invalidator_) return;
+    uint64_t ticket = invalidator_->Inode(ino);
+    if (await) last_ticket_ = ticket;
   }
   // `ino` may have changed in the store: the kernel's copy and the
   // committed value open readers hold.
@@ -876,7 +879,7 @@ FsError Filesystem::MakeEntry(const Node& node, fuse_entry_param* e) {
   e->attr.st_ino = e->ino;
   e->generation = 1;
   e->entry_timeout = EntryTimeout(node);
-  e->attr_timeout = AttrTimeout(node);
+  e->attr_timeout = CellAttrTimeout(node, e->ino);
   return FsError::Ok();
 }
 
@@ -927,8 +930,12 @@ FsError Filesystem::CommitCell(OpenCell& c, uint64_t descriptor) {
   }
   ForgetVanished(c.ino());
   // Readers of the cell were updated by the commit itself; the kernel's
-  // copy, and for a Q@T write the cell Q, are stale.
-  InvalidateKernel(c.ino());
+  // copy, and for a Q@T write the cell Q, are stale. While writers are
+  // open the kernel caches no attributes of the cell (CellAttrTimeout) and
+  // holds no page a reader sees, so only readers that read through the
+  // page cache can see an old version: the reply waits for the notice only
+  // when there are some (a wait per commit costs a thread hand-off).
+  InvalidateKernel(c.ino(), c.HasCachedReaders());
   const Node& n = c.node();
   if (n.at.has_value()) {
     Node plain = n;
@@ -1175,7 +1182,7 @@ void Filesystem::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr,
     return;
   }
   AwaitInvalidations();
-  fuse_reply_attr(req, &st, AttrTimeout(n));
+  fuse_reply_attr(req, &st, CellAttrTimeout(n, ino));
 }
 
 void Filesystem::Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name,
@@ -1596,7 +1603,7 @@ void Filesystem::Create(fuse_req_t req, fuse_ino_t parent, const char* name,
         FileStat(ino, *settings, cell->PendingSize().value_or(0), NowMicros(),
                  &entry.attr);
         entry.entry_timeout = EntryTimeout(n);
-        entry.attr_timeout = AttrTimeout(n);
+        entry.attr_timeout = 0.0;  // a writer is open (CellAttrTimeout)
         SetCellIo(fi, page_cache, shared_pages);
         break;
       }
@@ -1738,10 +1745,13 @@ FsError Filesystem::OpenCellFile(fuse_ino_t ino, const Node& n,
     return e;
   }
   if (!write) {
-    // A reader sees committed versions only. While writers are open their
-    // bytes may be in the page cache or in the kernel's size: read around
-    // both (direct I/O), else let the kernel cache what it read.
-    const bool direct = cell->HasWriters();
+    // A reader sees committed versions only. While writers hold bytes not
+    // committed, or write through the page cache, read around the cache
+    // (direct I/O); else let the kernel cache what it read.
+    // (Writers that committed everything and only wait for their
+    // RELEASE, which the kernel sends after the close returned, hold
+    // nothing a reader could see.)
+    const bool direct = cell->HasPending() || cell->HasPageCacheWriters();
     if (direct) {
       fi->direct_io = 1;
     } else {
@@ -2062,7 +2072,7 @@ void Filesystem::ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         entry.generation = 1;
         EntryStat(de, entry.ino, &entry.attr);
         entry.entry_timeout = EntryTimeout(de.node);
-        entry.attr_timeout = AttrTimeout(de.node);
+        entry.attr_timeout = CellAttrTimeout(de.node, entry.ino);
       }
       fuse_add_direntry_plus(req, buf.data() + used, size - used, name, &entry,
                              de.offset);

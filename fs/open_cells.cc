@@ -41,7 +41,7 @@ const OpenCell::Descriptor* OpenCell::Find(uint64_t id) const {
   return it == descriptors_.end() ? nullptr : &it->second;
 }
 
-uint64_t OpenCell::Attach(Access access, const CommittedVersion& newest,
+uint64_t OpenCell::Attach(Access access, CommittedVersion newest,
                           bool truncate, bool create, bool page_cache) {
   uint64_t id = next_id_++;
   Descriptor& d = descriptors_[id];
@@ -55,7 +55,8 @@ uint64_t OpenCell::Attach(Access access, const CommittedVersion& newest,
   }
   if (access == Access::kRead) {
     if (!committed_ || committed_generation_ != generation_.load()) {
-      committed_ = std::make_shared<const std::string>(newest.value);
+      committed_ =
+          std::make_shared<const std::string>(std::move(newest.value));
       committed_generation_ = generation_.load();
     }
     if (!page_cache) d.pinned = committed_;
@@ -88,7 +89,7 @@ uint64_t OpenCell::Attach(Access access, const CommittedVersion& newest,
   if (create) fresh_ = true;  // committed even when nothing is written
   d.wrote = create || truncate;
   if (access == Access::kAppend && !loaded_) return id;
-  if (!loaded_) Load(newest.value);
+  if (!loaded_) Load(std::move(newest.value));
   if (truncate) {
     // Not a change but a fresh start: until something is written, a commit
     // of it is the empty placeholder a refusal takes back.
@@ -120,8 +121,8 @@ bool OpenCell::IsPageCache(uint64_t id) const {
   return d != nullptr && d->access != Access::kRead && d->page_cache;
 }
 
-void OpenCell::Load(const std::string& committed) {
-  value_ = committed;
+void OpenCell::Load(std::string committed) {
+  value_ = std::move(committed);
   for (auto& [id, d] : descriptors_) {
     if (d.appended.empty()) continue;
     value_.append(d.appended);
@@ -152,7 +153,7 @@ FsError OpenCell::ReadNewest(CommittedVersion* out) {
 FsError OpenCell::LoadFromStore() {
   CommittedVersion v;
   TABLETFS_FS_RETURN_IF_ERROR(ReadNewest(&v));
-  Load(v.value);
+  Load(std::move(v.value));
   return FsError::Ok();
 }
 

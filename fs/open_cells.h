@@ -95,7 +95,7 @@ class OpenCell {
   // value. `create`: the open creates the cell (it then commits an empty
   // value even when nothing is written). `page_cache`: the kernel caches
   // the descriptor's pages (writers: mappings; readers: see above).
-  uint64_t Attach(Access access, const CommittedVersion& newest, bool truncate,
+  uint64_t Attach(Access access, CommittedVersion newest, bool truncate,
                   bool create, bool page_cache) REQUIRES(mu_);
   // Removes a descriptor (after its last commit).
   void Detach(uint64_t id) REQUIRES(mu_);
@@ -208,7 +208,7 @@ class OpenCell {
   Descriptor* Find(uint64_t id) REQUIRES(mu_);
   const Descriptor* Find(uint64_t id) const REQUIRES(mu_);
   // Folds the committed value and the pending appends into value_.
-  void Load(const std::string& committed) REQUIRES(mu_);
+  void Load(std::string committed) REQUIRES(mu_);
   FsError LoadFromStore() REQUIRES(mu_);
   // Re-reads the newest committed version for readers when it changed.
   FsError RefreshCommitted() REQUIRES(mu_);

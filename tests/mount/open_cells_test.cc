@@ -277,7 +277,12 @@ TEST_F(OpenCellsTest, RandomInterleavingsMatchALocalFile) {
       size_t size = model.size();
       void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED,
                      x.fd, 0);
-      ASSERT_NE(p, MAP_FAILED) << strerror(errno);
+      if (p == MAP_FAILED) {
+        // Opened while a reader read through the page cache (README).
+        ASSERT_EQ(errno, ENODEV) << "op " << op;
+        ASSERT_GE(reader, 0);
+        continue;
+      }
       char* m = static_cast<char*>(p);
       ASSERT_EQ(std::string(m, size), model) << "mapped, op " << op;
       size_t off = rng() % size, len = 1 + rng() % std::min<size_t>(
@@ -468,7 +473,8 @@ TEST_F(OpenCellsTest, KillWhileAMappingIsDirtyKeepsThePreviousVersion) {
 }
 
 // sqlite with two connections in two processes, in the default journal
-// mode and in WAL mode (which maps its -shm file MAP_SHARED).
+// mode and in WAL mode (which maps its -shm file MAP_SHARED): the issue's
+// 200 rows from each, committed 10 at a time (each commit fsyncs).
 TEST_F(OpenCellsTest, SqliteTwoConnections) {
   CreateTable("t", {"f"});
   Mount();
@@ -489,12 +495,12 @@ TEST_F(OpenCellsTest, SqliteTwoConnections) {
         "b = sqlite3.connect(sys.argv[1])\n"
         "for i in range(200):\n"
         "    b.execute(\"insert into t values (?)\", (i,))\n"
-        "    b.commit()\n"
+        "    if i % 10 == 9: b.commit()\n"
         "b.close()\n"
         "''', db], check=True)\n"
         "for i in range(200):\n"
         "    a.execute('insert into t values (?)', (i,))\n"
-        "    a.commit()\n"
+        "    if i % 10 == 9: a.commit()\n"
         "print(a.execute('select count(*) from t').fetchone()[0])\n"
         "print(a.execute('pragma integrity_check').fetchone()[0])\n"
         "a.close()\n";

@@ -389,6 +389,38 @@ FsError OpenCell::CommitValue(int64_t* committed_at) {
       committed_once_ = true;
       return FsError::Ok();
     }
+    // The shell's `>` of the same bytes again: its first close committed
+    // the empty placeholder above the version that holds them. The
+    // placeholder goes, and nothing is added.
+    if (placeholder_timestamp_.has_value() && !value_.empty()) {
+      ReadOptions ro;
+      ro.max_versions = 2;
+      auto versions = db_->ReadCell(n.table, n.row, n.family, n.qualifier, ro);
+      if (versions.ok() && versions->size() == 2 &&
+          (*versions)[0].timestamp == *placeholder_timestamp_ &&
+          (*versions)[1].value == value_) {
+        RowMutation m(n.row);
+        m.DeleteVersion(n.family, n.qualifier, *placeholder_timestamp_);
+        auto r = db_->Apply(n.table, m, WriteOptions());
+        if (!r.ok()) {
+          FsError e = FsErrorFromStatus(r.status());
+          Fail(e);
+          return e;
+        }
+        *committed_at = (*versions)[1].timestamp;
+        placeholder_timestamp_.reset();
+        committed_changes_ = changes_;
+        fresh_ = false;
+        committed_once_ = true;
+        newest_timestamp_ = *committed_at;
+        newest_size_ = value_.size();
+        newest_hash_.reset();
+        uint64_t generation = generation_.fetch_add(1) + 1;
+        newest_generation_ = generation;
+        committed_.reset();
+        return FsError::Ok();
+      }
+    }
     // A write always becomes the current value: above the newest version
     // even when that one is in the future (clock skew, `touch -d`).
     if (ts == kServerTimestamp && newest_timestamp_.has_value() &&

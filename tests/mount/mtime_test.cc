@@ -53,6 +53,10 @@ TEST_F(MtimeTest, AWriteIsCurrentWhateverTheMtimesAndVersionsSay) {
   ShOk("touch -d 1999-01-01 t/r/f/f && echo more >> t/r/f/f");
   EXPECT_EQ(ShOk("cat t/r/f/f"), "later\nmore\n");
   EXPECT_EQ(ShOk("ls .versions/t/r/f | wc -l"), "3\n");
+  // The same bytes again add no version, through `>` too.
+  ShOk("printf 'later\\nmore\\n' > t/r/f/f && cp t/r/f/f " + tmp() +
+       "/copy && cp " + tmp() + "/copy t/r/f/f");
+  EXPECT_EQ(ShOk("ls .versions/t/r/f | wc -l"), "3\n");
   // A version in the future (written at T, up to an hour ahead): writes
   // and appends still become current, stamped above it.
   ShOk("echo ahead > t/r/f/g@$(( ($(date +%s) + 1800) * 1000000 ))");

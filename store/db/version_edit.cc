@@ -1,5 +1,7 @@
 #include "store/db/version_edit.h"
 
+#include <optional>
+
 #include "store/util/coding.h"
 
 namespace tabletfs {
@@ -130,129 +132,173 @@ void VersionEdit::EncodeTo(std::string* dst) const {
 Status VersionEdit::DecodeFrom(std::string_view src, std::string_view where) {
   std::string_view in = src;
   while (!in.empty()) {
-    size_t offset = src.size() - in.size();
+    const size_t offset = src.size() - in.size();
+    auto at = [&] {
+      return std::string(where) + " at edit offset " + std::to_string(offset);
+    };
     uint32_t tag;
-    bool ok = GetVarint32(&in, &tag);
-    uint64_t u64 = 0;
-    uint32_t u32 = 0;
-    if (ok) {
-      switch (tag) {
-        case kLogNumber:
-          ok = GetVarint64(&in, &u64);
-          log_number = u64;
-          break;
-        case kNextFileNumber:
-          ok = GetVarint64(&in, &u64);
-          next_file_number = u64;
-          break;
-        case kLastSequence:
-          ok = GetVarint64(&in, &u64);
-          last_sequence = u64;
-          break;
-        case kLastTimestamp:
-          ok = GetVarint64(&in, &u64);
-          last_timestamp = static_cast<int64_t>(u64);
-          break;
-        case kNextSchemaId:
-          ok = GetVarint32(&in, &u32);
-          next_schema_id = u32;
-          break;
-        case kCreateTable: {
-          TableRecord t;
-          ok = GetVarint32(&in, &t.id) && GetString(&in, &t.name);
-          created_tables.push_back(std::move(t));
-          break;
-        }
-        case kDropTable:
-          ok = GetVarint32(&in, &u32);
-          dropped_tables.push_back(u32);
-          break;
-        case kCreateFamily:
-        case kUpdateFamily: {
-          FamilyRecord f;
-          bool created = tag == kCreateFamily;
-          ok = GetVarint32(&in, &f.table_id) &&
-               GetVarint32(&in, &f.family_id) &&
-               (!created || GetString(&in, &f.name)) &&
-               GetSettings(&in, &f.settings) && GetVarint64(&in, &f.since);
-          families.emplace_back(created, std::move(f));
-          break;
-        }
-        case kDropFamily: {
-          uint32_t t = 0;
-          ok = GetVarint32(&in, &t) && GetVarint32(&in, &u32);
-          dropped_families.emplace_back(t, u32);
-          break;
-        }
-        case kAddFile: {
-          FileMeta f;
-          uint32_t level = 0;
-          ok = GetVarint32(&in, &f.tablet_id) && GetVarint32(&in, &level) &&
-               GetVarint64(&in, &f.number) && GetVarint64(&in, &f.size) &&
-               GetString(&in, &f.smallest) && GetString(&in, &f.largest) &&
-               GetVarint32(&in, &u32) && level < kNumLevels && u32 <= in.size();
-          for (uint32_t i = 0; ok && i < u32; ++i) {
-            ok = GetVarint64(&in, &u64);
-            f.value_files.push_back(u64);
-          }
-          f.level = static_cast<int>(level);
-          added_files.push_back(std::move(f));
-          break;
-        }
-        case kDeleteFile: {
-          uint32_t level = 0;
-          ok = GetVarint32(&in, &level) && GetVarint64(&in, &u64) &&
-               level < kNumLevels;
-          deleted_files.push_back({static_cast<int>(level), u64});
-          break;
-        }
-        case kDeleteTabletFile: {
-          uint32_t level = 0;
-          ok = GetVarint32(&in, &u32) && GetVarint32(&in, &level) &&
-               GetVarint64(&in, &u64) && level < kNumLevels;
-          deleted_files.push_back({static_cast<int>(level), u64, u32});
-          break;
-        }
-        case kTablet: {
-          TabletRecord t;
-          ok = GetVarint32(&in, &t.table_id) && GetVarint32(&in, &t.id) &&
-               GetString(&in, &t.start_row) && GetString(&in, &t.end_row) &&
-               GetVarint64(&in, &t.log_number);
-          tablets.push_back(std::move(t));
-          break;
-        }
-        case kSplitTablet: {
-          SplitRecord sp;
-          ok = GetVarint32(&in, &sp.parent) && GetVarint32(&in, &sp.left) &&
-               GetVarint32(&in, &sp.right) && GetString(&in, &sp.row) &&
-               !sp.row.empty();
-          splits.push_back(std::move(sp));
-          break;
-        }
-        case kMergeTablets: {
-          MergeRecord m;
-          ok = GetVarint32(&in, &m.left) && GetVarint32(&in, &m.right) &&
-               GetVarint32(&in, &m.merged);
-          merges.push_back(m);
-          break;
-        }
-        case kTabletLogNumber:
-          ok = GetVarint32(&in, &u32) && GetVarint64(&in, &u64);
-          tablet_logs.emplace_back(u32, u64);
-          break;
-        default:
-          return Status::Corruption(
-              "manifest edit: unknown tag " + std::to_string(tag),
-              std::string(where) + " at edit offset " + std::to_string(offset));
-      }
-    }
+    std::optional<bool> ok;
+    if (!GetVarint32(&in, &tag)) ok = false;
+    if (!ok) ok = DecodeScalar(tag, &in);
+    if (!ok) ok = DecodeSchemaRecord(tag, &in);
+    if (!ok) ok = DecodeFileRecord(tag, &in);
+    if (!ok) ok = DecodeTabletRecord(tag, &in);
     if (!ok) {
       return Status::Corruption(
-          "manifest edit: malformed field",
-          std::string(where) + " at edit offset " + std::to_string(offset));
+          "manifest edit: unknown tag " + std::to_string(tag), at());
     }
+    if (!*ok) return Status::Corruption("manifest edit: malformed field", at());
   }
   return Status::OK();
+}
+
+// Log and file numbers, the last sequence and timestamp, the next schema id.
+std::optional<bool> VersionEdit::DecodeScalar(uint32_t tag,
+                                              std::string_view* in) {
+  bool ok = false;
+  uint64_t u64 = 0;
+  uint32_t u32 = 0;
+  switch (tag) {
+    case kLogNumber:
+      ok = GetVarint64(in, &u64);
+      log_number = u64;
+      return ok;
+    case kNextFileNumber:
+      ok = GetVarint64(in, &u64);
+      next_file_number = u64;
+      return ok;
+    case kLastSequence:
+      ok = GetVarint64(in, &u64);
+      last_sequence = u64;
+      return ok;
+    case kLastTimestamp:
+      ok = GetVarint64(in, &u64);
+      last_timestamp = static_cast<int64_t>(u64);
+      return ok;
+    case kNextSchemaId:
+      ok = GetVarint32(in, &u32);
+      next_schema_id = u32;
+      return ok;
+    default:
+      return std::nullopt;
+  }
+}
+
+// Tables and families created, updated, dropped.
+std::optional<bool> VersionEdit::DecodeSchemaRecord(uint32_t tag,
+                                                    std::string_view* in) {
+  bool ok = false;
+  uint32_t u32 = 0;
+  switch (tag) {
+    case kCreateTable: {
+      TableRecord t;
+      ok = GetVarint32(in, &t.id) && GetString(in, &t.name);
+      created_tables.push_back(std::move(t));
+      return ok;
+    }
+    case kDropTable:
+      ok = GetVarint32(in, &u32);
+      dropped_tables.push_back(u32);
+      return ok;
+    case kCreateFamily:
+    case kUpdateFamily: {
+      FamilyRecord f;
+      bool created = tag == kCreateFamily;
+      ok = GetVarint32(in, &f.table_id) && GetVarint32(in, &f.family_id) &&
+           (!created || GetString(in, &f.name)) &&
+           GetSettings(in, &f.settings) && GetVarint64(in, &f.since);
+      families.emplace_back(created, std::move(f));
+      return ok;
+    }
+    case kDropFamily: {
+      uint32_t t = 0;
+      ok = GetVarint32(in, &t) && GetVarint32(in, &u32);
+      dropped_families.emplace_back(t, u32);
+      return ok;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+// Files added to and deleted from tablets.
+std::optional<bool> VersionEdit::DecodeFileRecord(uint32_t tag,
+                                                  std::string_view* in) {
+  bool ok = false;
+  uint64_t u64 = 0;
+  uint32_t u32 = 0;
+  switch (tag) {
+    case kAddFile: {
+      FileMeta f;
+      uint32_t level = 0;
+      ok = GetVarint32(in, &f.tablet_id) && GetVarint32(in, &level) &&
+           GetVarint64(in, &f.number) && GetVarint64(in, &f.size) &&
+           GetString(in, &f.smallest) && GetString(in, &f.largest) &&
+           GetVarint32(in, &u32) && level < kNumLevels && u32 <= in->size();
+      for (uint32_t i = 0; ok && i < u32; ++i) {
+        ok = GetVarint64(in, &u64);
+        f.value_files.push_back(u64);
+      }
+      f.level = static_cast<int>(level);
+      added_files.push_back(std::move(f));
+      return ok;
+    }
+    case kDeleteFile: {
+      uint32_t level = 0;
+      ok = GetVarint32(in, &level) && GetVarint64(in, &u64) &&
+           level < kNumLevels;
+      deleted_files.push_back({static_cast<int>(level), u64});
+      return ok;
+    }
+    case kDeleteTabletFile: {
+      uint32_t level = 0;
+      ok = GetVarint32(in, &u32) && GetVarint32(in, &level) &&
+           GetVarint64(in, &u64) && level < kNumLevels;
+      deleted_files.push_back({static_cast<int>(level), u64, u32});
+      return ok;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+// Tablets, splits, merges, per-tablet log numbers.
+std::optional<bool> VersionEdit::DecodeTabletRecord(uint32_t tag,
+                                                    std::string_view* in) {
+  bool ok = false;
+  uint64_t u64 = 0;
+  uint32_t u32 = 0;
+  switch (tag) {
+    case kTablet: {
+      TabletRecord t;
+      ok = GetVarint32(in, &t.table_id) && GetVarint32(in, &t.id) &&
+           GetString(in, &t.start_row) && GetString(in, &t.end_row) &&
+           GetVarint64(in, &t.log_number);
+      tablets.push_back(std::move(t));
+      return ok;
+    }
+    case kSplitTablet: {
+      SplitRecord sp;
+      ok = GetVarint32(in, &sp.parent) && GetVarint32(in, &sp.left) &&
+           GetVarint32(in, &sp.right) && GetString(in, &sp.row) &&
+           !sp.row.empty();
+      splits.push_back(std::move(sp));
+      return ok;
+    }
+    case kMergeTablets: {
+      MergeRecord m;
+      ok = GetVarint32(in, &m.left) && GetVarint32(in, &m.right) &&
+           GetVarint32(in, &m.merged);
+      merges.push_back(m);
+      return ok;
+    }
+    case kTabletLogNumber:
+      ok = GetVarint32(in, &u32) && GetVarint64(in, &u64);
+      tablet_logs.emplace_back(u32, u64);
+      return ok;
+    default:
+      return std::nullopt;
+  }
 }
 
 }  // namespace tabletfs

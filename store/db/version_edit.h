@@ -123,6 +123,15 @@ struct VersionEdit {
   void EncodeTo(std::string* dst) const;
   // Corruption naming `where` when `src` is malformed or has an unknown tag.
   Status DecodeFrom(std::string_view src, std::string_view where);
+
+ private:
+  // DecodeFrom's steps, one per group of tags: decode the field of `tag`
+  // from *in; nullopt when the tag is not of the group, false when the
+  // field is malformed.
+  std::optional<bool> DecodeScalar(uint32_t tag, std::string_view* in);
+  std::optional<bool> DecodeSchemaRecord(uint32_t tag, std::string_view* in);
+  std::optional<bool> DecodeFileRecord(uint32_t tag, std::string_view* in);
+  std::optional<bool> DecodeTabletRecord(uint32_t tag, std::string_view* in);
 };
 
 }  // namespace tabletfs

@@ -82,6 +82,10 @@ uint64_t OpenCell::Attach(Access access, CommittedVersion newest,
     if (newest.exists && !node_.at.has_value()) {
       newest_size_ = newest.value.size();
       newest_hash_ = Hash64(newest.value);
+    } else if (!newest.exists) {
+      // Known: no version (a created file's commit need not look again).
+      newest_timestamp_.reset();
+      newest_generation_ = generation_.load();
     }
   }
   writers_++;

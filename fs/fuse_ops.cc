@@ -137,6 +137,15 @@ CommittedVersion ToCommitted(CellVersion v) {
   return out;
 }
 
+// Whether a writer opened with `flags` may use the page cache (see
+// SetCellIo): read-write, not O_APPEND (the kernel would place appended
+// bytes at its own idea of the end in pages, while the store appends at
+// the committed end), and no reader reading through the page cache.
+bool CanUsePageCache(int flags, OpenCell& cell) REQUIRES(cell.mu()) {
+  return (flags & O_ACCMODE) == O_RDWR && !(flags & O_APPEND) &&
+         !cell.HasCachedReaders();
+}
+
 // How the kernel does a writer's I/O. Writers opened O_RDWR use the page
 // cache, so that MAP_SHARED mappings work (the kernel cannot map a direct
 // I/O file shared); their writes still reach the daemon at once (no
@@ -1583,7 +1592,7 @@ void Filesystem::Create(fuse_req_t req, fuse_ino_t parent, const char* name,
                                  : FileHandle::Mode::kWrite;
         if (n.at.has_value()) m = FileHandle::Mode::kWrite;
         const bool page_cache =
-            (fi->flags & O_ACCMODE) == O_RDWR && !cell->HasCachedReaders();
+            CanUsePageCache(fi->flags, *cell);
         const bool shared_pages = cell->HasPageCacheWriters();
         ForgetVanished(ino);  // created again
         uint64_t desc = cell->Attach(AccessOf(m), ToCommitted(std::move(v)),
@@ -1772,7 +1781,7 @@ FsError Filesystem::OpenCellFile(fuse_ino_t ino, const Node& n,
   // Not while a reader reads through the page cache: it would see the
   // pending bytes there.
   const bool page_cache =
-      (fi->flags & O_ACCMODE) == O_RDWR && !cell->HasCachedReaders();
+      CanUsePageCache(fi->flags, *cell);
   const bool shared_pages = cell->HasPageCacheWriters();
   const bool create = recreate || (!v.exists && !writers);
   uint64_t desc = cell->Attach(AccessOf(m), ToCommitted(std::move(v)), trunc,

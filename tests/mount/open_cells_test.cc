@@ -70,6 +70,27 @@ TEST_F(OpenCellsTest, TwoDescriptorsShareOneValue) {
   }
 }
 
+// O_APPEND descriptors append at the shared end and read what the others
+// appended (python's "a+"), and commit it all.
+TEST_F(OpenCellsTest, AppendersShareTheEnd) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && echo base > t/r/f/a");
+  int a = open(Path("t/r/f/a").c_str(), O_RDWR | O_APPEND);
+  int b = open(Path("t/r/f/a").c_str(), O_WRONLY | O_APPEND);
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  ASSERT_EQ(write(a, "one\n", 4), 4);
+  ASSERT_EQ(write(b, "two\n", 4), 4);
+  EXPECT_EQ(PRead(a), "base\none\ntwo\n");
+  ASSERT_EQ(write(a, "three\n", 6), 6);
+  EXPECT_EQ(PRead(a), "base\none\ntwo\nthree\n");
+  EXPECT_EQ(ReadFile(Path("t/r/f/a")), "base\n");
+  ASSERT_EQ(close(b), 0);
+  ASSERT_EQ(close(a), 0);
+  EXPECT_EQ(ReadFile(Path("t/r/f/a")), "base\none\ntwo\nthree\n");
+}
+
 // A reader never sees bytes not committed, also after O_TRUNC, and the
 // kernel's size never cuts a committed value short.
 TEST_F(OpenCellsTest, ReadersSeeCommittedVersionsOnly) {

@@ -31,10 +31,11 @@ struct Options {
 
   bool create_if_missing = true;
 
-  // Budget of all memtables together, active and frozen: once the active
-  // memtables of all tablets hold half of it, the largest is frozen and
-  // flushed, and writes stall (instead of growing memory) while frozen and
-  // active memtables together would pass it. Also the size of one log file.
+  // Memtable budget: once the active memtables of all tablets hold half of
+  // it, the largest is frozen and flushed, so while flushes keep up, active
+  // and frozen memtables together stay within it. Writes stall (instead of
+  // growing memory) while frozen and active memtables together hold twice
+  // it (flushes behind). Also the size of one log file.
   size_t memtable_bytes = 64u << 20;
   // Bound on the logs kept for replay: past it, the tablets whose entries
   // hold the oldest log are flushed, so one cold tablet never pins the log

@@ -201,10 +201,14 @@ uint64_t DBImpl::FrozenBytes() {
 
 Status DBImpl::MakeRoomForWrite() {
   const uint64_t budget = std::max<uint64_t>(options_.memtable_bytes, 2);
-  // Active memtables are frozen at half the budget, so the frozen ones
-  // being flushed and the active ones filling meanwhile stay within the
-  // budget together (LevelDB's mem + imm at write_buffer_size each).
+  // Active memtables are frozen at half the budget, so a frozen one being
+  // flushed and the active ones filling meanwhile stay within the budget
+  // together (LevelDB's mem + imm at write_buffer_size each) while flushes
+  // keep up. When they fall behind (flushes queue behind a compaction on
+  // the one background thread), frozen memtables may hold up to one more
+  // budget before writers stall.
   const uint64_t write_buffer = budget / 2;
+  const uint64_t limit = 2 * budget;
   bool stalled = false;
   while (true) {
     if (!bg_error_.ok()) return bg_error_;
@@ -226,7 +230,7 @@ Status DBImpl::MakeRoomForWrite() {
       }
       mem_added_ = active;
       const uint64_t frozen = FrozenBytes();
-      if (frozen > 0 && frozen + active >= budget) {
+      if (frozen > 0 && frozen + active >= limit) {
         stall = true;  // the flushes must make room first
       } else if (active >= write_buffer && largest != nullptr) {
         FreezeTablet(largest);
@@ -238,7 +242,7 @@ Status DBImpl::MakeRoomForWrite() {
         // entries take in a memtable: count again once a quarter of the
         // room left is used, so the count never runs far past the limit.
         uint64_t room = write_buffer > active ? write_buffer - active : 0;
-        if (frozen > 0) room = std::min(room, budget - frozen - active);
+        if (frozen > 0) room = std::min(room, limit - frozen - active);
         mem_check_at_ = active + std::max<uint64_t>(room / 4, 256);
       }
     }

@@ -547,15 +547,44 @@ class GatedTableEnv : public MemEnv {
   bool open_ = false;
 };
 
-// memtable_bytes bounds active and frozen memtables together: with the
-// flushes held, writers stall once both hold the budget (they used to go
-// on until frozen memtables alone held twice the budget, plus a full
-// active one: a fill's memory was up to three budgets).
-TEST(DBMemoryTest, MemtablesStayWithinTheBudgetWhileFlushesLag) {
+// Active memtables are frozen at half of memtable_bytes (they were frozen
+// at the whole budget, so a frozen one being flushed and the active ones
+// filling could hold twice the budget in a fill).
+TEST(DBMemoryTest, MemtablesFreezeAtHalfTheBudget) {
+  GatedTableEnv env;  // flushes wait: the frozen memtable stays
+  Options o;
+  o.env = &env;
+  o.space_reserve_bytes = 0;
+  o.commit_interval = std::chrono::milliseconds(0);
+  o.memtable_bytes = 256 << 10;
+  auto opened = DB::Open(o, "/db");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<DB> db = std::move(*opened);
+  ASSERT_TRUE(db->CreateTable("t").ok());
+  ASSERT_TRUE(db->CreateFamily("t", "f", FamilySettings()).ok());
+  uint64_t before_freeze = 0;
+  for (int i = 0; i < 1000 && db->GetStats().frozen_memtables == 0; ++i) {
+    before_freeze = db->GetStats().memtable_bytes;
+    RowMutation m("row" + std::to_string(i));
+    m.SetCell("f", "q", std::string(100, 'v'));
+    ASSERT_TRUE(db->Apply("t", m, WriteOptions()).ok());
+  }
+  EXPECT_EQ(db->GetStats().frozen_memtables, 1u);
+  EXPECT_GE(before_freeze, o.memtable_bytes / 2 - 8192);
+  EXPECT_LE(before_freeze, o.memtable_bytes / 2 + 8192);
+  env.Open();
+  ASSERT_TRUE(db->WaitForIdle().ok());
+}
+
+// While flushes fall behind, writers stall once frozen and active
+// memtables hold twice the budget (they used to go on until frozen ones
+// alone held twice the budget, plus a full active one).
+TEST(DBMemoryTest, MemtablesStayBoundedWhileFlushesLag) {
   GatedTableEnv env;
   Options o;
   o.env = &env;
   o.space_reserve_bytes = 0;
+  o.commit_interval = std::chrono::milliseconds(0);
   o.memtable_bytes = 256 << 10;
   auto opened = DB::Open(o, "/db");
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
@@ -578,9 +607,9 @@ TEST(DBMemoryTest, MemtablesStayWithinTheBudgetWhileFlushesLag) {
   env.Open();
   writer.join();
   EXPECT_GE(stalled.write_stalls, 1u);
-  EXPECT_GE(stalled.frozen_memtables, 1u);
-  // One write and one arena block of slack past the budget.
-  EXPECT_LE(stalled.memtable_bytes, o.memtable_bytes + 8192)
+  EXPECT_GE(stalled.frozen_memtables, 3u);  // frozen at half the budget
+  // One write and one arena block of slack past twice the budget.
+  EXPECT_LE(stalled.memtable_bytes, 2 * o.memtable_bytes + 8192)
       << stalled.ToString();
   ASSERT_TRUE(db->WaitForIdle().ok());
 }

@@ -679,11 +679,16 @@ Status DBImpl::SyncLogForFlush(bool* synced) {
   // Writes to other tablets acknowledged before this memtable's last entry
   // may be only in the log; once the edit below is synced this memtable's
   // entries survive a power loss, so those writes must too. Older logs were
-  // synced when they were switched. The sync runs beside the writers, as
-  // the commit thread's (it used to hold log_mu_, and so every append, for
-  // the whole fdatasync).
-  Status s = SyncLogConcurrently(synced);
+  // synced when they were switched.
+  MutexLock lg(&log_mu_);
+  *synced = false;
+  if (log_ == nullptr || log_->size() <= log_synced_bytes_) {
+    return Status::OK();
+  }
+  Status s = log_->Sync();
   if (!s.ok()) return s.WithContext("syncing the log before a flush");
+  log_synced_bytes_ = log_->size();
+  *synced = true;
   return s;
 }
 

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -612,116 +611,6 @@ TEST(DBMemoryTest, MemtablesStayBoundedWhileFlushesLag) {
   EXPECT_LE(stalled.memtable_bytes, 2 * o.memtable_bytes + 8192)
       << stalled.ToString();
   ASSERT_TRUE(db->WaitForIdle().ok());
-}
-
-// A MemEnv whose log syncs wait while the gate is closed.
-class GatedLogSyncEnv : public MemEnv {
- public:
-  Result<std::unique_ptr<WritableFile>> NewWritableFile(
-      const std::string& path) override {
-    auto file = MemEnv::NewWritableFile(path);
-    if (!file.ok() || !path.ends_with(".log")) return file;
-    return std::unique_ptr<WritableFile>(
-        std::make_unique<Gated>(std::move(*file), this));
-  }
-  void Close() {
-    std::lock_guard<std::mutex> l(mu_);
-    closed_ = true;
-  }
-  void Open() {
-    std::lock_guard<std::mutex> l(mu_);
-    closed_ = false;
-    cv_.notify_all();
-  }
-  int waiting() {
-    std::lock_guard<std::mutex> l(mu_);
-    return waiting_;
-  }
-
- private:
-  class Gated : public WritableFile {
-   public:
-    Gated(std::unique_ptr<WritableFile> base, GatedLogSyncEnv* env)
-        : base_(std::move(base)), env_(env) {}
-    Status Append(std::string_view data) override {
-      return base_->Append(data);
-    }
-    Status Flush() override { return base_->Flush(); }
-    Status Sync() override {
-      env_->Wait();
-      return base_->Sync();
-    }
-    Status SyncFlushed() override {
-      env_->Wait();
-      return base_->SyncFlushed();
-    }
-    Status Close() override { return base_->Close(); }
-    uint64_t Size() const override { return base_->Size(); }
-
-   private:
-    std::unique_ptr<WritableFile> base_;
-    GatedLogSyncEnv* env_;
-  };
-  void Wait() {
-    std::unique_lock<std::mutex> l(mu_);
-    ++waiting_;
-    cv_.wait(l, [this] { return !closed_; });
-    --waiting_;
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool closed_ = false;
-  int waiting_ = 0;
-};
-
-// A flush syncs the log before its manifest edit; writers go on appending
-// meanwhile (the sync used to hold the log's lock, and so every write, for
-// the whole fdatasync).
-TEST(DBLogSyncTest, WritesGoOnWhileAFlushSyncsTheLog) {
-  GatedLogSyncEnv env;
-  Options o;
-  o.env = &env;
-  o.space_reserve_bytes = 0;
-  o.commit_interval = std::chrono::milliseconds(0);
-  o.memtable_bytes = 256 << 10;  // a freeze at 128 KiB, a new log at 256
-  auto opened = DB::Open(o, "/db");
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  std::unique_ptr<DB> db = std::move(*opened);
-  ASSERT_TRUE(db->CreateTable("t").ok());
-  ASSERT_TRUE(db->CreateFamily("t", "f", FamilySettings()).ok());
-  env.Close();
-  std::atomic<int> written{0};
-  std::atomic<bool> go{false};
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  auto wait_for = [&](auto done) {
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return done();
-  };
-  std::thread writer([&] {
-    for (int i = 0; i < 200; ++i) {  // 200 KiB: no log switch
-      // The freeze at ~120 rows starts a flush; the rest are written
-      // while its log sync waits at the gate.
-      if (i == 130) wait_for([&] { return go.load(); });
-      RowMutation m("row" + std::to_string(i));
-      m.SetCell("f", "q", std::string(1000, 'v'));
-      ASSERT_TRUE(db->Apply("t", m, WriteOptions()).ok());
-      ++written;
-    }
-  });
-  bool flush_waits = wait_for([&] { return env.waiting() > 0; });
-  go = true;
-  bool all_written = wait_for([&] { return written.load() == 200; });
-  int waiting = env.waiting();
-  env.Open();
-  writer.join();
-  EXPECT_TRUE(flush_waits);
-  EXPECT_TRUE(all_written) << written.load() << " of 200 rows written";
-  EXPECT_EQ(waiting, 1);
-  ASSERT_TRUE(db->WaitForIdle().ok());
-  EXPECT_GE(db->GetStats().flushes, 1u);
 }
 
 TEST(DBPosixTest, WorksOnTheRealFilesystem) {

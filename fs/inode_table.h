@@ -5,12 +5,16 @@
 // kernel inode can never name another node.
 //
 // Lock order in fs/ (outermost first):
-//   1. FileHandle::mu_      (one open file's buffer)
-//   2. DirHandle::mu_       (one open directory's cursor)
-//   3. EphemeralDirs::mu_   (directories made by mkdir)
-//   4. InodeTable::mu_      (this table)
-//   5. Invalidator::mu_     (the notice queue)
-// Store calls are never made while 3, 4 or 5 is held; every lock is released
+//   1. OpenCell::mu_        (one cell's shared open state) or
+//      FileHandle::mu_      (one open `.schema` or status file); store
+//                           calls are made under them (commits of one
+//                           file are serialized)
+//   2. OpenCells::mu_       (the registry of open states, by inode)
+//   3. DirHandle::mu_       (one open directory's cursor)
+//   4. EphemeralDirs::mu_   (directories made by mkdir)
+//   5. InodeTable::mu_      (this table)
+//   6. Invalidator::mu_     (the notice queue)
+// Store calls are never made while 2 to 6 is held; every lock is released
 // before a reply is sent to the kernel.
 //
 // Thread safety: all methods may be called concurrently.

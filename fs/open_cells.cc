@@ -26,10 +26,10 @@ FsError TooBig(size_t limit, uint64_t end) {
 
 OpenCell::OpenCell(Bigtable* db, uint64_t ino, Node node,
                    size_t max_value_bytes)
-    : db_(db), ino_(ino), max_value_bytes_(max_value_bytes) {
-  MutexLock lock(&mu_);
-  node_ = std::move(node);
-}
+    // No lock: nothing else can see the cell yet, and OpenCells::Get builds
+    // it under the registry's lock, which comes after every cell's mu().
+    : db_(db), ino_(ino), max_value_bytes_(max_value_bytes),
+      node_(std::move(node)) {}
 
 OpenCell::Descriptor* OpenCell::Find(uint64_t id) {
   auto it = descriptors_.find(id);

@@ -43,8 +43,9 @@
 // Thread safety: OpenCells may be used from any thread. Every OpenCell
 // method REQUIRES its mu() except Changed() and the const accessors; the
 // store is called with mu() held (commits of one cell are serialized), so
-// mu() comes before every other fs lock but the registry's (see the lock
-// order in fs/inode_table.h).
+// mu() comes before every other fs lock, the registry's included: Put() and
+// Changed() are called with a cell's mu() held, and the registry never takes
+// a cell's mu() (see the lock order in fs/inode_table.h).
 #ifndef TABLETFS_FS_OPEN_CELLS_H_
 #define TABLETFS_FS_OPEN_CELLS_H_
 

@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -186,6 +187,15 @@ class Filesystem {
               ": every invalidation notice is delayed");
     }
     invalidator_ = std::make_unique<Invalidator>(se, delay);
+    // TEST HOOK, not for production: pause unlink and rename of a cell
+    // between the store's change and the open states following it, so
+    // that a test can close a descriptor of the cell in between.
+    if (const char* env = getenv("TABLETFS_TEST_NAME_CHANGE_DELAY_MS")) {
+      name_change_delay_ = std::chrono::milliseconds(atoi(env));
+      Log(LogLevel::kWarning, "test hook: TABLETFS_TEST_NAME_CHANGE_DELAY_MS=" +
+                                  std::to_string(name_change_delay_.count()) +
+                                  ": every unlink and rename is delayed");
+    }
   }
 
   // Commits what open files still hold (as RELEASE would) and drops every
@@ -491,30 +501,93 @@ class Filesystem {
     const Node& n = c.node();
     ephemeral_.RemoveCell(n.table, n.row, n.family, n.qualifier);
   }
-  // As on a local disk: writers of a removed cell commit nothing more. With
+  // The open states of the cells an unlink or rename changes, locked from
+  // before the store is read until they follow the change, so that no close
+  // commits in between (to a removed name, or to the old name of a moved
+  // cell). Each is held (OpenCells::Get) while locked, so that an open of
+  // the name racing with the change finds it and waits. Locked in inode
+  // order (the lock order in fs/inode_table.h).
+  class LockedCells {
+   public:
+    // The open states of `nodes` (made when none is open) and, with
+    // `with_versions`, those of the Q@T names of nodes[0].
+    LockedCells(Filesystem* fs, const std::vector<Node>& nodes,
+                bool with_versions) NO_THREAD_SAFETY_ANALYSIS : fs_(fs) {
+      std::vector<uint64_t> inos;
+      for (const Node& n : nodes) {
+        if (auto ino = fs->inodes_.Find(n)) inos.push_back(*ino);
+      }
+      if (with_versions) {
+        for (auto& c : fs->open_cells_.All()) {
+          std::optional<Node> n = fs->inodes_.Get(c->ino());
+          if (n.has_value() && SameCell(*n, nodes[0])) {
+            inos.push_back(c->ino());
+          }
+        }
+      }
+      std::sort(inos.begin(), inos.end());
+      inos.erase(std::unique(inos.begin(), inos.end()), inos.end());
+      for (uint64_t ino : inos) {
+        std::optional<Node> n = fs->inodes_.Get(ino);
+        if (!n.has_value() || n->kind != NodeKind::kCell) continue;
+        cells_.push_back(fs->open_cells_.Get(ino, *n));
+        cells_.back()->mu()->Lock();
+      }
+    }
+    ~LockedCells() NO_THREAD_SAFETY_ANALYSIS {
+      for (auto it = cells_.rbegin(); it != cells_.rend(); ++it) {
+        (*it)->mu()->Unlock();
+        fs_->open_cells_.Put(*it);
+      }
+    }
+    LockedCells(const LockedCells&) = delete;
+    LockedCells& operator=(const LockedCells&) = delete;
+    const std::vector<std::shared_ptr<OpenCell>>& cells() const {
+      return cells_;
+    }
+
+   private:
+    Filesystem* const fs_;
+    std::vector<std::shared_ptr<OpenCell>> cells_;
+  };
+  // As on a local disk: writers of a removed cell commit nothing more, and
+  // the name is free for a new file: the next create of it gets a new inode
+  // and open state, while the open descriptors keep the removed one. With
   // `with_versions` (rm Q removes every version), also the writers of its
   // Q@T names.
-  void OrphanWriters(const Node& cell, bool with_versions) {
-    for (auto& c : open_cells_.All()) {
-      MutexLock lock(c->mu());
+  void OrphanWriters(const LockedCells& locked, const Node& cell,
+                     bool with_versions) {
+    for (auto& c : locked.cells()) {
+      c->mu()->AssertHeld();
       if (with_versions ? SameCell(c->node(), cell) : c->node() == cell) {
         Unlist(*c);
+        if (!c->unlinked()) inodes_.Unbind(c->node(), c->ino());
         c->Unlinked();
       }
     }
   }
   // As on a local disk: writers of a renamed cell commit to its new name.
-  void MoveWriters(const Node& from, const Node& to) {
-    for (auto& c : open_cells_.All()) {
-      MutexLock lock(c->mu());
+  void MoveWriters(const LockedCells& locked, const Node& from,
+                   const Node& to) {
+    for (auto& c : locked.cells()) {
+      c->mu()->AssertHeld();
       if (!c->unlinked() && c->node() == from) {
         Unlist(*c);  // the rename stored the destination
         c->Renamed(to);
       }
     }
   }
-  // Whether `cell` was created by a handle still open that committed
+  // Whether `cell` was created by a descriptor still open that committed
   // nothing yet (it exists, empty, for unlink and rename).
+  bool CreatedAndOpen(const LockedCells& locked, const Node& cell) {
+    std::optional<uint64_t> ino = inodes_.Find(cell);
+    if (!ino.has_value()) return false;
+    for (auto& c : locked.cells()) {
+      c->mu()->AssertHeld();
+      if (c->ino() == *ino) return c->HasWriters() && !c->unlinked();
+    }
+    return false;
+  }
   // Whether `ino` is a created file released without a commit that the
   // kernel still knows (vanished_).
   bool Vanished(uint64_t ino) {
@@ -526,14 +599,6 @@ class Filesystem {
   bool ForgetVanished(uint64_t ino) {
     MutexLock lock(&handles_mu_);
     return vanished_.erase(ino) > 0;
-  }
-  bool CreatedAndOpen(const Node& cell) {
-    std::optional<uint64_t> ino = inodes_.Find(cell);
-    if (!ino.has_value()) return false;
-    std::shared_ptr<OpenCell> c = open_cells_.Find(*ino);
-    if (!c) return false;
-    MutexLock lock(c->mu());
-    return c->HasWriters() && !c->unlinked();
   }
   static std::string PathOf(FileHandle& h) {
     if (h.cell()) {
@@ -601,6 +666,7 @@ class Filesystem {
   OpenCells open_cells_{db_, options_.max_value_bytes};
   Mtimes mtimes_{db_};
   std::unique_ptr<Invalidator> invalidator_;
+  std::chrono::milliseconds name_change_delay_{0};  // test hook (Start)
 
   // The open handles, by the pointer given to the kernel as fh. Held only to
   // find or register a handle, never while a handle's own lock is taken.
@@ -1408,12 +1474,13 @@ void Filesystem::Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
                         "not " +
                             n.DebugPath());
       } else {
+        LockedCells locked(this, {n}, /*with_versions=*/true);
         CellVersion v;
         e = ReadVersion(n, &v);
         std::optional<uint64_t> ino = inodes_.Find(n);
         // A vanished name the kernel still shows goes without a trace.
         bool vanished = ino.has_value() && ForgetVanished(*ino);
-        if (e.ok() && !v.exists && !CreatedAndOpen(n) && !vanished) {
+        if (e.ok() && !v.exists && !CreatedAndOpen(locked, n) && !vanished) {
           e = FsError::Of(ENOENT, "no cell " + n.DebugPath());
         }
         if (e.ok()) {
@@ -1425,8 +1492,11 @@ void Filesystem::Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
         // The emptied directories stay until rmdir, as on a local disk,
         // and an open writer of the cell never brings it back.
         if (e.ok()) {
+          if (name_change_delay_.count() > 0) {
+            std::this_thread::sleep_for(name_change_delay_);  // test hook
+          }
           ephemeral_.AddFamily(n.table, n.row, n.family);
-          OrphanWriters(n, /*with_versions=*/true);
+          OrphanWriters(locked, n, /*with_versions=*/true);
         }
       }
     } else if (n.kind == NodeKind::kSchemaFamily) {
@@ -1483,9 +1553,11 @@ void Filesystem::Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
     e = FsError::Of(EXDEV, "a cell moves only within its row: " +
                                from.DebugPath() + " -> " + to.DebugPath());
   }
+  std::optional<LockedCells> locked;
+  if (e.ok()) locked.emplace(this, std::vector<Node>{from, to}, false);
   CellVersion src, dst;
   if (e.ok()) e = ReadVersion(from, &src);
-  if (e.ok() && !src.exists && CreatedAndOpen(from)) {
+  if (e.ok() && !src.exists && CreatedAndOpen(*locked, from)) {
     src.exists = true;  // created, not committed yet: empty
   }
   if (e.ok() && !src.exists) {
@@ -1519,6 +1591,9 @@ void Filesystem::Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
     auto r = db_->Apply(from.table, m, WriteOptions());
     if (!r.ok()) e = FsErrorFromStatus(r.status());
     if (e.ok()) {
+      if (name_change_delay_.count() > 0) {
+        std::this_thread::sleep_for(name_change_delay_);  // test hook
+      }
       if (stamp == kServerTimestamp) stamp = *r;
       FsError me = mtimes_.Set(to, stamp, mtime);
       if (!me.ok()) {
@@ -1528,9 +1603,9 @@ void Filesystem::Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
       // Open files follow their names, as on a local disk: writers of the
       // replaced destination commit nothing more, writers of the source
       // commit to the destination.
-      OrphanWriters(to, /*with_versions=*/false);
-      MoveWriters(from, to);
       std::optional<uint64_t> old_to = inodes_.Find(to);
+      OrphanWriters(*locked, to, /*with_versions=*/false);
+      MoveWriters(*locked, from, to);
       inodes_.Rebind(from, to);
       ephemeral_.AddFamily(from.table, from.row, from.family);
       std::optional<uint64_t> moved = inodes_.Find(to);
@@ -1538,6 +1613,7 @@ void Filesystem::Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
       if (old_to.has_value()) InvalidateInode(*old_to);
     }
   }
+  locked.reset();  // before the reply
   if (!e.ok()) {
     Refuse(req, "rename", ChildPath(p, name) + " -> " + ChildPath(np, newname),
            e);

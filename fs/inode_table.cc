@@ -68,6 +68,12 @@ void InodeTable::Rebind(const Node& from, const Node& to) {
   e.opened_timestamp = INT64_MIN;
 }
 
+void InodeTable::Unbind(const Node& node, uint64_t ino) {
+  MutexLock lock(&mu_);
+  auto it = by_node_.find(node);
+  if (it != by_node_.end() && it->second == ino) by_node_.erase(it);
+}
+
 bool InodeTable::SameVersionAsLastOpen(uint64_t ino, int64_t timestamp,
                                        uint64_t size) {
   MutexLock lock(&mu_);

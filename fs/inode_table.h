@@ -8,7 +8,9 @@
 //   1. OpenCell::mu_        (one cell's shared open state) or
 //      FileHandle::mu_      (one open `.schema` or status file); store
 //                           calls are made under them (commits of one
-//                           file are serialized)
+//                           file are serialized); unlink and rename
+//                           hold several OpenCell::mu_, taken in the
+//                           order of their inode numbers
 //   2. OpenCells::mu_       (the registry of open states, by inode)
 //   3. DirHandle::mu_       (one open directory's cursor)
 //   4. EphemeralDirs::mu_   (directories made by mkdir)
@@ -55,6 +57,10 @@ class InodeTable {
   // kernel moved its dentry); an inode that named `to` keeps its node but is
   // no longer found by it.
   void Rebind(const Node& from, const Node& to);
+  // `node` was removed while `ino` (bound to it) is still open: the inode
+  // keeps its node but is no longer found by it, so that a file created
+  // under the name gets a new inode.
+  void Unbind(const Node& node, uint64_t ino);
 
   // For keep_cache: records that a reader opened `ino` at this version and
   // says whether the previous open saw the same version.

@@ -2,6 +2,7 @@
 // DESIGN.md "Writing"): descriptors of one cell share one pending value,
 // each close or fsync with something new commits it, readers see committed
 // versions only and follow the newest, refused writes store nothing.
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -16,6 +17,8 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -113,6 +116,97 @@ TEST_F(OpenCellsTest, ReadersSeeCommittedVersionsOnly) {
   EXPECT_EQ(ReadFile(Path("t/r/f/tr")), "a much longer new value\n");
   EXPECT_EQ(PRead(reader), "a much longer new value\n");
   close(reader);
+}
+
+// A name removed while a descriptor of it is open is a new file when
+// created again, as on a local disk: the open descriptor keeps the removed
+// one (its writes go nowhere, its reads see what it had) and the new file
+// keeps what was written to it.
+TEST_F(OpenCellsTest, RecreatedWhileTheRemovedOneIsOpen) {
+  CreateTable("t", {"f"});
+  Mount();
+  EXPECT_EQ(ShOk("mkdir -p t/r/f && echo old > t/r/f/re && exec 3>>t/r/f/re"
+                 " && rm t/r/f/re && echo hello > t/r/f/re && cat t/r/f/re"
+                 " && echo late >&3 && exec 3>&- && cat t/r/f/re"),
+            "hello\nhello\n");
+  EXPECT_EQ(ShOk("ls t/r/f"), "re\n");
+  // Only a reader of the removed cell is open.
+  int reader = open(Path("t/r/f/re").c_str(), O_RDONLY);
+  ASSERT_GE(reader, 0);
+  EXPECT_EQ(PRead(reader), "hello\n");
+  EXPECT_EQ(ShOk("rm t/r/f/re && echo new > t/r/f/re && cat t/r/f/re"),
+            "new\n");
+  EXPECT_EQ(PRead(reader), "hello\n");
+  ASSERT_EQ(close(reader), 0);
+  EXPECT_EQ(ReadFile(Path("t/r/f/re")), "new\n");
+}
+
+// A close racing with rm or mv of its cell: the close commits either
+// before the name changed (rm removes it, mv moves it) or after (to
+// nothing, or to the new name), never to the old name in between. The
+// daemon's test hook pauses each unlink and rename after the store changed
+// and before the open states follow; the close comes in that pause.
+TEST_F(OpenCellsTest, ACloseDuringRmOrMvCommitsNothingToTheOldName) {
+  CreateTable("t", {"f"});
+  ASSERT_EQ(TryMountForeground({}, {"TABLETFS_TEST_NAME_CHANGE_DELAY_MS=300"},
+                               tmp() + "/daemon.log"),
+            0);
+  ShOk("mkdir -p t/r/f && echo old > t/r/f/gone && echo old > t/r/f/moved");
+  // The .versions listing shows the store's change at once (read here:
+  // a child process would inherit the descriptor).
+  auto versions = [&] {
+    std::vector<std::string> names;
+    DIR* d = opendir(Path(".versions/t/r/f").c_str());
+    EXPECT_NE(d, nullptr);
+    if (d == nullptr) return std::string();
+    while (struct dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(n.substr(0, n.find('@')));
+    }
+    closedir(d);
+    std::sort(names.begin(), names.end());
+    std::string out;
+    for (const std::string& n : names) out += n + "\n";
+    return out;
+  };
+  auto wait_for_versions = [&](const std::string& want) {
+    // Polls with a deadline.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (versions() != want && std::chrono::steady_clock::now() < deadline) {
+    }
+    return versions();
+  };
+  ASSERT_EQ(versions(), "gone\nmoved\n");
+  {
+    int fd = open(Path("t/r/f/gone").c_str(), O_WRONLY | O_TRUNC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "new\n", 4), 4);
+    int rm_result = -1;
+    std::thread rm([&] { rm_result = unlink(Path("t/r/f/gone").c_str()); });
+    EXPECT_EQ(wait_for_versions("moved\n"), "moved\n");
+    EXPECT_EQ(close(fd), 0);
+    rm.join();
+    EXPECT_EQ(rm_result, 0);
+    EXPECT_EQ(versions(), "moved\n");
+    EXPECT_EQ(ShOk("ls t/r/f"), "moved\n");
+  }
+  {
+    int fd = open(Path("t/r/f/moved").c_str(), O_WRONLY | O_TRUNC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "new\n", 4), 4);
+    int mv_result = -1;
+    std::thread mv([&] {
+      mv_result =
+          rename(Path("t/r/f/moved").c_str(), Path("t/r/f/dest").c_str());
+    });
+    EXPECT_EQ(wait_for_versions("dest\n"), "dest\n");
+    EXPECT_EQ(close(fd), 0);
+    mv.join();
+    EXPECT_EQ(mv_result, 0);
+    EXPECT_EQ(versions(), "dest\ndest\n");  // old, then the close's new
+    EXPECT_EQ(ShOk("ls t/r/f"), "dest\n");
+    EXPECT_EQ(ReadFile(Path("t/r/f/dest")), "new\n");
+  }
 }
 
 // tail -f and a polling reader follow `>>` appends of other processes.

@@ -136,6 +136,10 @@ class Bigtable {
   virtual Status DeleteTable(std::string_view table) = 0;
   // The names of every table, sorted bytewise.
   virtual Result<std::vector<std::string>> ListTables() = 0;
+  // The table's name and since when it exists (TableInfo::since_micros;
+  // views of the past, such as the filesystem's `.at/T/`, show only the
+  // tables that existed at T). NotFound for an unknown table.
+  virtual Result<TableInfo> GetTable(std::string_view table) = 0;
   // Adds a family at the end of the table's family order. InvalidArgument
   // for a bad name, NotFound for an unknown table, AlreadyExists.
   virtual Status CreateFamily(std::string_view table, std::string_view family,

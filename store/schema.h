@@ -1,5 +1,6 @@
-// The schema of a table: its column families and their settings (GC policy,
-// compression, owner and mode), and the name rules of tables and families.
+// The schema of a table: its creation time, its column families and their
+// settings (GC policy, compression, owner and mode), and the name rules of
+// tables and families.
 //
 // Thread safety: plain values.
 #ifndef TABLETFS_STORE_SCHEMA_H_
@@ -90,6 +91,20 @@ struct FamilySettings {
 struct FamilyInfo {
   std::string name;
   FamilySettings settings;
+};
+
+// A table as the schema knows it.
+struct TableInfo {
+  std::string name;
+  // From when the table exists for views of the past (µs since the epoch):
+  // the earlier of its creation (the store's clock, never before a server
+  // timestamp already handed out) and the oldest timestamp of a version
+  // ever written into it (a client timestamp may lie before the creation).
+  // 0 for a table whose store did not record its creation (made by a
+  // version of tabletfs before it did).
+  int64_t since_micros = 0;
+
+  bool operator==(const TableInfo &other) const = default;
 };
 
 // Table names: [_a-zA-Z0-9][-_.a-zA-Z0-9]*, at most 50 bytes.

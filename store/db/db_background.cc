@@ -643,6 +643,9 @@ Status DBImpl::FlushImmutable(std::shared_ptr<Tablet> t) {
   edit.log_number = MinLiveLog(t.get(), after);
   edit.last_sequence = last_seq_;
   edit.last_timestamp = last_ts_;
+  // The logs this flush retires may hold the only record of a version
+  // older than its table.
+  AddBackdated(&edit);
   std::string lo = t->lo, hi = t->hi;
   uint32_t id = t->id;
   mu_.Unlock();

@@ -91,7 +91,11 @@ Status DBImpl::CreateTable(std::string_view table) {
     if (tables_.count(table) != 0) {
       return Status::AlreadyExists("table exists", table);
     }
-    edit.created_tables.push_back({next_schema_id_, std::string(table)});
+    // Never before a server timestamp already handed out, so no cell
+    // written at a server timestamp is older than its table.
+    const int64_t created = std::max(env_->NowMicros(), last_ts_);
+    edit.created_tables.push_back(
+        {next_schema_id_, std::string(table), created});
     edit.next_schema_id = next_schema_id_ + 1;
   }
   TABLETFS_RETURN_IF_ERROR(SyncLogBeforeSchemaEdit());
@@ -122,6 +126,16 @@ Result<std::vector<std::string>> DBImpl::ListTables() {
   std::vector<std::string> names;
   for (const auto& [name, t] : tables_) names.push_back(name);
   return names;
+}
+
+Result<TableInfo> DBImpl::GetTable(std::string_view table) {
+  MutexLock l(&mu_);
+  auto it = tables_.find(table);
+  if (it == tables_.end()) return Status::NotFound("no such table", table);
+  int64_t since = it->second->created_micros;
+  auto b = backdated_.find(it->second->id);
+  if (b != backdated_.end()) since = std::min(since, b->second);
+  return TableInfo{it->second->name, since};
 }
 
 Status DBImpl::CreateFamily(std::string_view table, std::string_view family,

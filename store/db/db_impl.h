@@ -73,6 +73,7 @@ class DBImpl final : public DB {
   Status CreateTable(std::string_view table) override;
   Status DeleteTable(std::string_view table) override;
   Result<std::vector<std::string>> ListTables() override;
+  Result<TableInfo> GetTable(std::string_view table) override;
   Status CreateFamily(std::string_view table, std::string_view family,
                       const FamilySettings& settings) override;
   Status UpdateFamily(std::string_view table, std::string_view family,
@@ -293,6 +294,14 @@ class DBImpl final : public DB {
   Status LogEdit(const VersionEdit& edit) REQUIRES(schema_mu_) EXCLUDES(mu_);
   Status WriteNewManifest() REQUIRES(schema_mu_) EXCLUDES(mu_);
   VersionEdit SnapshotEdit() REQUIRES(mu_);
+  // Adds the table_since record of every table with a version older than
+  // its creation to *edit.
+  void AddBackdated(VersionEdit* edit) REQUIRES(mu_);
+  // A version at `timestamp` was written into table `table_id`.
+  void NoteVersionWritten(uint32_t table_id, int64_t timestamp) REQUIRES(mu_) {
+    auto [it, added] = backdated_.emplace(table_id, timestamp);
+    if (!added) it->second = std::min(it->second, timestamp);
+  }
   Status RecoverLogs(std::vector<uint64_t>* old_logs) REQUIRES(mu_);
   // Tablets (db_tablets.cc).
   std::shared_ptr<Tablet> NewTablet(uint32_t table_id, uint32_t id,
@@ -488,6 +497,11 @@ class DBImpl final : public DB {
   uint64_t log_number_ GUARDED_BY(mu_) = 0;
   uint64_t last_seq_ GUARDED_BY(mu_) = 0;
   int64_t last_ts_ GUARDED_BY(mu_) = 0;
+  // Per table id: the oldest timestamp of a version written into it, when
+  // older than the table's creation (a client timestamp in the past). The
+  // table then counts as existing from that time on (GetTable). Durable:
+  // every flush edit and snapshot edit records it (table_since records).
+  std::map<uint32_t, int64_t> backdated_ GUARDED_BY(mu_);
   // Tablets by id, and per table id in row order.
   std::map<uint32_t, std::shared_ptr<Tablet>> tablets_ GUARDED_BY(mu_);
   std::map<uint32_t, std::vector<std::shared_ptr<Tablet>>> table_tablets_

@@ -133,6 +133,7 @@ Status DBImpl::ApplyEdit(const VersionEdit& edit) {
     auto state = std::make_shared<TableState>();
     state->id = t.id;
     state->name = t.name;
+    state->created_micros = t.created_micros;
     tables_[t.name] = std::move(state);
     next_schema_id_ = std::max(next_schema_id_, t.id + 1);
     // A new table has one tablet, numbered like the table.
@@ -141,11 +142,17 @@ Status DBImpl::ApplyEdit(const VersionEdit& edit) {
   for (uint32_t id : edit.dropped_tables) {
     auto it = find_by_id(id);
     if (it != tables_.end()) tables_.erase(it);
+    backdated_.erase(id);
     auto tablets = table_tablets_.find(id);
     if (tablets != table_tablets_.end()) {
       for (const auto& t : tablets->second) tablets_.erase(t->id);
       table_tablets_.erase(tablets);
     }
+  }
+  for (const auto& [id, since] : edit.table_since) {
+    if (find_by_id(id) == tables_.end()) continue;  // dropped since
+    auto [it, added] = backdated_.emplace(id, since);
+    if (!added) it->second = std::min(it->second, since);
   }
   for (const auto& [created, f] : edit.families) {
     auto it = find_by_id(f.table_id);
@@ -210,7 +217,7 @@ VersionEdit DBImpl::SnapshotEdit() {
   std::sort(tables.begin(), tables.end(),
             [](const auto& a, const auto& b) { return a->id < b->id; });
   for (const auto& t : tables) {
-    edit.created_tables.push_back({t->id, t->name});
+    edit.created_tables.push_back({t->id, t->name, t->created_micros});
     for (const FamilyState& f : t->families) {
       // The first epoch creates the family; later ones replay the history
       // of its GC policy.
@@ -226,6 +233,7 @@ VersionEdit DBImpl::SnapshotEdit() {
       }
     }
   }
+  AddBackdated(&edit);
   for (const auto& [table_id, tablets] : table_tablets_) {
     for (const auto& t : tablets) {
       edit.tablets.push_back(
@@ -239,6 +247,12 @@ VersionEdit DBImpl::SnapshotEdit() {
     }
   }
   return edit;
+}
+
+void DBImpl::AddBackdated(VersionEdit* edit) {
+  for (const auto& [id, since] : backdated_) {
+    edit->table_since.emplace_back(id, since);
+  }
 }
 
 Status DBImpl::WriteNewManifest() {
@@ -357,6 +371,13 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
         "replayed " + path + ": " + std::to_string(records) + " records");
     old_logs->push_back(number);
   }
+  // Only versions older than their table are worth remembering.
+  for (const auto& [name, t] : tables_) {
+    auto it = backdated_.find(t->id);
+    if (it != backdated_.end() && it->second >= t->created_micros) {
+      backdated_.erase(it);
+    }
+  }
   return Status::OK();
 }
 
@@ -382,6 +403,13 @@ Status DBImpl::ReplayLogRecord(std::string_view record,
     // dropped since.
     Tablet* t = FindTablet(parsed.table_id, key);
     if (t == nullptr || log_number < t->log_number) continue;
+    if (parsed.section == KeySection::kVersion &&
+        (parsed.kind == EntryKind::kPut ||
+         parsed.kind == EntryKind::kPutValueRef)) {
+      // Every table's oldest replayed version; RecoverLogs keeps those
+      // older than their table.
+      NoteVersionWritten(parsed.table_id, parsed.timestamp);
+    }
     t->mem->Add(key, value);
     if (t->mem_first_log == kNoLog) t->mem_first_log = log_number;
   }

@@ -243,6 +243,13 @@ void DBImpl::PrepareGroup(const std::vector<Writer*>& group,
     if (!x->status.ok()) continue;
     batch->ts = std::max(now, batch->ts + 1);
     x->timestamp = batch->ts;
+    for (const RowMutation::Op& op : x->mutation->ops()) {
+      if (op.type == RowMutation::OpType::kSetCell &&
+          op.timestamp != kServerTimestamp &&
+          op.timestamp < t.created_micros) {
+        NoteVersionWritten(t.id, op.timestamp);
+      }
+    }
     batch->sync = batch->sync || x->sync;
     const std::string& row = x->mutation->row();
     MemTable* mem = RouteEntry(t.id, RowPrefix(t.id, row), batch);

@@ -49,6 +49,7 @@ struct FamilyState {
 struct TableState {
   uint32_t id = 0;
   std::string name;
+  int64_t created_micros = 0;  // 0: not recorded (older manifests)
   std::vector<FamilyState> families;  // creation order == ascending id
 
   const FamilyState* FindFamily(std::string_view name) const;

@@ -63,13 +63,19 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint32(dst, *next_schema_id);
   }
   for (const TableRecord& t : created_tables) {
-    PutVarint32(dst, kCreateTable);
+    PutVarint32(dst, kCreateTableAt);
     PutVarint32(dst, t.id);
     PutLengthPrefixed(dst, t.name);
+    PutVarint64(dst, static_cast<uint64_t>(t.created_micros));
   }
   for (uint32_t id : dropped_tables) {
     PutVarint32(dst, kDropTable);
     PutVarint32(dst, id);
+  }
+  for (const auto& [id, since] : table_since) {
+    PutVarint32(dst, kTableSince);
+    PutVarint32(dst, id);
+    PutVarint64(dst, static_cast<uint64_t>(since));
   }
   for (const auto& [created, f] : families) {
     PutVarint32(dst, created ? kCreateFamily : kUpdateFamily);
@@ -190,9 +196,13 @@ std::optional<bool> VersionEdit::DecodeSchemaRecord(uint32_t tag,
   bool ok = false;
   uint32_t u32 = 0;
   switch (tag) {
-    case kCreateTable: {
+    case kCreateTable:
+    case kCreateTableAt: {
       TableRecord t;
-      ok = GetVarint32(in, &t.id) && GetString(in, &t.name);
+      uint64_t created = 0;
+      ok = GetVarint32(in, &t.id) && GetString(in, &t.name) &&
+           (tag == kCreateTable || GetVarint64(in, &created));
+      t.created_micros = static_cast<int64_t>(created);
       created_tables.push_back(std::move(t));
       return ok;
     }
@@ -200,6 +210,12 @@ std::optional<bool> VersionEdit::DecodeSchemaRecord(uint32_t tag,
       ok = GetVarint32(in, &u32);
       dropped_tables.push_back(u32);
       return ok;
+    case kTableSince: {
+      uint64_t since = 0;
+      ok = GetVarint32(in, &u32) && GetVarint64(in, &since);
+      table_since.emplace_back(u32, static_cast<int64_t>(since));
+      return ok;
+    }
     case kCreateFamily:
     case kUpdateFamily: {
       FamilyRecord f;

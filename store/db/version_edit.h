@@ -50,6 +50,8 @@ struct VersionEdit {
     kCreateFamily = 12,
     kUpdateFamily = 13,
     kDropFamily = 14,
+    kCreateTableAt = 15,  // kCreateTable with its creation time
+    kTableSince = 16,
     kAddFile = 20,
     kDeleteFile = 21,  // read only (older manifests): removes from every tablet
     kDeleteTabletFile = 22,
@@ -59,9 +61,12 @@ struct VersionEdit {
     kTabletLogNumber = 33,
   };
 
+  // Written as kCreateTableAt; kCreateTable (older manifests) reads as
+  // created_micros 0.
   struct TableRecord {
     uint32_t id = 0;
     std::string name;
+    int64_t created_micros = 0;
   };
   struct FamilyRecord {
     uint32_t table_id = 0;
@@ -106,6 +111,9 @@ struct VersionEdit {
   std::optional<uint32_t> next_schema_id;
   std::vector<TableRecord> created_tables;
   std::vector<uint32_t> dropped_tables;
+  // Per table id: a version this old was written into it (before its
+  // creation time); the table counts as existing from then on.
+  std::vector<std::pair<uint32_t, int64_t>> table_since;
   // Created and updated families, in order; `created` tells which.
   std::vector<std::pair<bool, FamilyRecord>> families;
   std::vector<std::pair<uint32_t, uint32_t>> dropped_families;  // table, family

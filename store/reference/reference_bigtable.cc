@@ -47,6 +47,8 @@ using Cells = std::map<CellKey, Versions>;
 
 struct Table {
   uint64_t id = 0;
+  // Its creation, or the timestamp of an older version written into it.
+  int64_t created_micros = 0;
   std::vector<Family> families;  // creation order
   Cells cells;
 
@@ -222,7 +224,9 @@ class ReferenceBigtable final : public Bigtable {
     if (tables_.count(table) != 0) {
       return Status::AlreadyExists("table exists", table);
     }
-    tables_[std::string(table)].id = next_id_++;
+    Table& t = tables_[std::string(table)];
+    t.id = next_id_++;
+    t.created_micros = std::max(clock_->NowMicros(), last_ts_);
     return Status::OK();
   }
 
@@ -240,6 +244,12 @@ class ReferenceBigtable final : public Bigtable {
     std::vector<std::string> names;
     for (const auto& [name, t] : tables_) names.push_back(name);
     return names;
+  }
+
+  Result<TableInfo> GetTable(std::string_view table) override {
+    MutexLock l(&mu_);
+    TABLETFS_ASSIGN_OR_RETURN(Table * t, FindTable(table));
+    return TableInfo{std::string(table), t->created_micros};
   }
 
   Status CreateFamily(std::string_view table, std::string_view family,
@@ -606,6 +616,7 @@ class ReferenceBigtable final : public Bigtable {
       switch (op.type) {
         case RowMutation::OpType::kSetCell:
           t->cells[key][ts] = Version{op.value, seq_};
+          t->created_micros = std::min(t->created_micros, ts);
           break;
         case RowMutation::OpType::kDeleteVersion: {
           auto it = t->cells.find(key);

@@ -134,6 +134,35 @@ TEST_P(BigtableTest, BadInputGetsTheDocumentedStatus) {
   EXPECT_EQ(row->cells[0].qualifier, "eight");
 }
 
+// A table records when it was created: the clock, but never before a
+// server timestamp already handed out.
+TEST_P(BigtableTest, TablesKnowWhenTheyWereCreated) {
+  auto t = store_->GetTable("t");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(*t, (TableInfo{"t", 1000 * kSecond}));
+  env_.SetNowMicros(2000 * kSecond);
+  ASSERT_TRUE(store_->CreateTable("u").ok());
+  EXPECT_EQ(store_->GetTable("u")->since_micros, 2000 * kSecond);
+  // The clock went back: the table is still no older than the last write.
+  const int64_t written = Set("r", "q", kServerTimestamp, "v");
+  env_.SetNowMicros(1500 * kSecond);
+  ASSERT_TRUE(store_->CreateTable("v").ok());
+  EXPECT_EQ(store_->GetTable("v")->since_micros, written);
+  EXPECT_TRUE(store_->GetTable("nope").status().IsNotFound());
+  // A version written at a client timestamp before the creation: the table
+  // exists since then (it holds data of that time). Newer ones change
+  // nothing, nor do deletes.
+  Set("r", "q", 1200 * kSecond, "x");
+  EXPECT_EQ(store_->GetTable("t")->since_micros, 1000 * kSecond);
+  Set("r", "q", 5 * kSecond, "old");
+  RowMutation del("r");
+  del.DeleteVersion("f", "q", 1 * kSecond);
+  ASSERT_TRUE(store_->Apply("t", del, WriteOptions()).ok());
+  EXPECT_EQ(store_->GetTable("t")->since_micros, 5 * kSecond);
+  ASSERT_TRUE(store_->DeleteTable("u").ok());
+  EXPECT_TRUE(store_->GetTable("u").status().IsNotFound());
+}
+
 TEST_P(BigtableTest, ReadsAsOfTAndDeletesThenLaterWrites) {
   // DESIGN.md's example: versions 15 -> y and 4 -> m.
   Set("aaaaa", "foo", 15, "y");

@@ -188,6 +188,35 @@ TEST_F(DBTest, DroppedTableAndFamilyDataIsGoneEvenWhenRecreated) {
   EXPECT_EQ(Get("t", "r", "g", "q"), "");
 }
 
+// Since when a table exists (GetTable) survives reopening: its creation
+// through the manifest, a version older than it through the log, through
+// the flush that retires the log, and through the next open.
+TEST_F(DBTest, ATableKnowsSinceWhenItExistsAcrossReopens) {
+  constexpr int64_t kSecond = 1000000;
+  env_.SetNowMicros(1000 * kSecond);
+  MakeTable("t", {"f"});
+  MakeTable("u", {"f"});
+  Reopen();
+  EXPECT_EQ(db_->GetTable("t")->since_micros, 1000 * kSecond);
+  Put("t", "r", "f", "q", 5 * kSecond, "old");     // older than the table
+  Put("u", "r", "f", "q", 2000 * kSecond, "new");  // not older
+  Reopen();  // from the log
+  EXPECT_EQ(db_->GetTable("t")->since_micros, 5 * kSecond);
+  EXPECT_EQ(db_->GetTable("u")->since_micros, 1000 * kSecond);
+  Put("t", "r", "f", "q", 3 * kSecond, "older");
+  ASSERT_TRUE(db_->Flush().ok());  // retires the log holding it
+  Reopen();
+  EXPECT_EQ(db_->GetTable("t")->since_micros, 3 * kSecond);
+  Reopen();
+  EXPECT_EQ(db_->GetTable("t")->since_micros, 3 * kSecond);
+  // A table made again is new.
+  ASSERT_TRUE(db_->DeleteTable("t").ok());
+  env_.SetNowMicros(3000 * kSecond);
+  MakeTable("t", {"f"});
+  Reopen();
+  EXPECT_EQ(db_->GetTable("t")->since_micros, 3000 * kSecond);
+}
+
 TEST_F(DBTest, BadInputsChangeNothing) {
   MakeTable("t", {"f"});
   WriteOptions wo;

@@ -59,5 +59,37 @@ TEST(VersionEditTest, RejectsLevelsBeyondTheLast) {
   }
 }
 
+// The bytes of store/doc/manifest_format.md's create_table example.
+TEST(VersionEditTest, CreateTableRecordsItsCreationTime) {
+  VersionEdit edit;
+  edit.created_tables.push_back({1, "t", 1700000000000000});
+  std::string record;
+  edit.EncodeTo(&record);
+  EXPECT_EQ(record, std::string("\x0f\x01\x01t\x80\x80\xf9\xc0\xc1\xc4\x82\x03",
+                                12));
+  VersionEdit decoded;
+  ASSERT_TRUE(decoded.DecodeFrom(record, "MANIFEST-000001").ok());
+  ASSERT_EQ(decoded.created_tables.size(), 1u);
+  EXPECT_EQ(decoded.created_tables[0].id, 1u);
+  EXPECT_EQ(decoded.created_tables[0].name, "t");
+  EXPECT_EQ(decoded.created_tables[0].created_micros, 1700000000000000);
+}
+
+// Manifests written before tables recorded their creation (tag 10) still
+// open: such a table counts as created at time 0.
+TEST(VersionEditTest, OldCreateTableReadsAsCreatedAtZero) {
+  VersionEdit decoded;
+  ASSERT_TRUE(
+      decoded.DecodeFrom(std::string("\x0a\x01\x01t", 4), "MANIFEST-000001")
+          .ok());
+  ASSERT_EQ(decoded.created_tables.size(), 1u);
+  EXPECT_EQ(decoded.created_tables[0].name, "t");
+  EXPECT_EQ(decoded.created_tables[0].created_micros, 0);
+  // A truncated new record is Corruption, not a table created at 0.
+  Status s = decoded.DecodeFrom(std::string("\x0f\x01\x01t", 4),
+                                "MANIFEST-000001");
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+}
+
 }  // namespace
 }  // namespace tabletfs

@@ -163,6 +163,13 @@ FsError DirHandle::LoadNames() {
       if (!tables.ok()) return FsErrorFromStatus(tables.status());
       for (const std::string& t : *tables) {
         if (t == kReservedTableName) continue;
+        if (dir_.view == View::kAt) {
+          // .at/T/ lists only the tables that existed at T.
+          auto info = db_->GetTable(t);
+          if (info.status().IsNotFound()) continue;  // dropped meanwhile
+          if (!info.ok()) return FsErrorFromStatus(info.status());
+          if (info->since_micros > dir_.view_at) continue;
+        }
         DirEntry e;
         e.name = t;
         e.node =

@@ -836,7 +836,18 @@ FsError Filesystem::Stat(const Node& node, fuse_ino_t ino, struct stat* st) {
     }
     case NodeKind::kTable:
     case NodeKind::kSchemaTable:
-      TABLETFS_FS_RETURN_IF_ERROR(TableExists(node.table));
+      if (node.view == View::kAt) {
+        // .at/T/ holds only the tables that existed at T.
+        auto info = db_->GetTable(node.table);
+        if (!info.ok()) return FsErrorFromStatus(info.status());
+        if (info->since_micros > node.view_at) {
+          return FsError::Of(ENOENT, "table " + node.table +
+                                         " did not exist yet at " +
+                                         std::to_string(node.view_at));
+        }
+      } else {
+        TABLETFS_FS_RETURN_IF_ERROR(TableExists(node.table));
+      }
       DirStat(ino, S_IFDIR | 0755, uid_, gid_, st);
       return FsError::Ok();
     case NodeKind::kRow: {

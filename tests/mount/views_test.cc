@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -66,7 +67,9 @@ TEST_F(ViewsTest, AtShowsThePastReadOnly) {
   EXPECT_EQ(ShOk("ls .at/4000000/t/r"), "f\n");  // g's cell came at 5 s
   EXPECT_EQ(ShOk("ls .at/6000000/t/r"), "f\ng\n");
   EXPECT_NE(Sh("ls .at/500000/t/r 2>/dev/null"), 0);  // no row yet
-  EXPECT_EQ(ShOk("ls .at/500000/t"), "");
+  // Nor a table: its oldest version is from 1 s.
+  EXPECT_NE(Sh("ls .at/500000/t 2>/dev/null"), 0);
+  EXPECT_EQ(ShOk("ls .at/500000"), "");
   ShOk("diff -r .at/2000000/t .at/2000000/t");
   EXPECT_NE(Sh("diff -r .at/1000000/t .at/3000000/t > /dev/null"), 0);
   errno = 0;
@@ -78,6 +81,33 @@ TEST_F(ViewsTest, AtShowsThePastReadOnly) {
   EXPECT_EQ(errno, EROFS);
   EXPECT_NE(Sh("ls .at/yesterday 2>/dev/null"), 0);
   EXPECT_EQ(ShOk("ls -a | tr '\\n' ' '"), ". .. t ");
+}
+
+// `.at/T/` holds the tables that existed at T: created at or before T, or
+// holding a version from T or before (a client timestamp in the past). A
+// later table was listed as an empty directory.
+TEST_F(ViewsTest, AtListsOnlyTheTablesThatExistedThen) {
+  PutVersions();  // t: versions from 1 s on
+  const int64_t before = static_cast<int64_t>(time(nullptr)) * 1000000;
+  CreateTable("later", {"f"});
+  const int64_t after = (static_cast<int64_t>(time(nullptr)) + 1) * 1000000;
+  Mount();
+  const std::string then = ".at/" + std::to_string(before - 1000000);
+  EXPECT_EQ(ShOk("ls " + then), "t\n");
+  EXPECT_EQ(ShOk("ls .at/1000000"), "t\n");
+  EXPECT_EQ(ShOk("ls .at/" + std::to_string(after)), "later\nt\n");
+  struct stat st;
+  errno = 0;
+  EXPECT_EQ(stat(Path(then + "/later").c_str(), &st), -1);
+  EXPECT_EQ(errno, ENOENT);
+  EXPECT_EQ(stat(Path(then + "/t").c_str(), &st), 0);
+  EXPECT_EQ(stat(Path(".at/" + std::to_string(after) + "/later").c_str(), &st),
+            0);
+  // A version written into `later` before its creation brings it into the
+  // views of that time.
+  ShOk("mkdir -p later/r/f && printf old > later/r/f/q@2000000");
+  EXPECT_EQ(ShOk("ls .at/2000000"), "later\nt\n");
+  EXPECT_EQ(ShOk("cat .at/2000000/later/r/f/q"), "old");
 }
 
 TEST_F(ViewsTest, AVersionWriteChangesTheCachedCell) {

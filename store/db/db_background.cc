@@ -176,14 +176,18 @@ Status DBImpl::SwitchLog() {
   return Status::OK();
 }
 
-void DBImpl::FreezeTablet(Tablet* t) {
+void DBImpl::FreezeTablet(Tablet* t, bool wake) {
   if (t->mem->entries() == 0) return;
   t->imm.push_back({t->mem, t->mem_first_log, ++freeze_order_});
   t->mem = std::make_shared<MemTable>();
   ++tablet_generation_;
   t->mem_first_log = kNoLog;
   bg_paused_ = false;
-  bg_cv_.Signal();
+  if (wake) {
+    bg_cv_.Signal();
+  } else {
+    wake_after_group_ = true;
+  }
 }
 
 uint64_t DBImpl::FrozenBytes() {
@@ -233,7 +237,7 @@ Status DBImpl::MakeRoomForWrite() {
       if (frozen > 0 && frozen + active >= limit) {
         stall = true;  // the flushes must make room first
       } else if (active >= write_buffer && largest != nullptr) {
-        FreezeTablet(largest);
+        FreezeTablet(largest, /*wake=*/false);
         mem_added_ -= largest_bytes;
         mem_check_at_ = 0;
         continue;
@@ -272,7 +276,7 @@ Status DBImpl::MakeRoomForWrite() {
       }
       if (kept > options_.max_log_bytes) {
         for (const auto& [id, t] : tablets_) {
-          if (t->mem_first_log <= oldest) FreezeTablet(t.get());
+          if (t->mem_first_log <= oldest) FreezeTablet(t.get(), false);
         }
       }
     }

@@ -331,8 +331,10 @@ class DBImpl final : public DB {
   uint64_t MinLiveLog(const Tablet* except = nullptr,
                       uint64_t except_log = kNoLog) REQUIRES(mu_);
   // Freezes t's memtable when not empty. REQUIRES: no leader filling
-  // memtables (the caller is the leader, or QuiesceWriters holds).
-  void FreezeTablet(Tablet* t) REQUIRES(mu_);
+  // memtables (the caller is the leader, or QuiesceWriters holds). With
+  // `wake` false the background thread is not woken: the leader wakes it
+  // once its group is in the memtables (wake_after_group_).
+  void FreezeTablet(Tablet* t, bool wake = true) REQUIRES(mu_);
   // Waits until no leader fills memtables and keeps new leaders from
   // starting, so tablets and their memtables may change; ResumeWriters
   // ends it. Records the longest such pause.
@@ -543,6 +545,10 @@ class DBImpl final : public DB {
   CondVar done_cv_{&mu_};  // background work finished a step
   bool shutting_down_ GUARDED_BY(mu_) = false;
   bool bg_busy_ GUARDED_BY(mu_) = false;
+  // A leader froze a memtable before its log write: it wakes the
+  // background thread when its group is done, so the flush (and the tablet
+  // sizes looked at after it) never race the group's memtable fill.
+  bool wake_after_group_ GUARDED_BY(mu_) = false;
   // Out of space in the background: retried once a write or a request
   // clears it, not sticky.
   bool bg_paused_ GUARDED_BY(mu_) = false;

@@ -194,6 +194,13 @@ void DBImpl::LeadGroup(Writer* self) {
       status = CommitGroup(group, group_bytes, &batch);
     }
   }
+  if (wake_after_group_) {
+    // Only now: a flush started during the log write would size the
+    // tablets (for a split or merge) with or without this group's entries,
+    // as the timing fell.
+    wake_after_group_ = false;
+    bg_cv_.Signal();
+  }
   FinishGroup(group, status, self);
 }
 

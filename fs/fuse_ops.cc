@@ -457,8 +457,9 @@ class Filesystem {
   FsError OpenCellFile(fuse_ino_t ino, const Node& n, fuse_file_info* fi,
                        bool write, std::shared_ptr<FileHandle>* out);
   FsError WriteCell(FileHandle& h, const char* buf, size_t size, off_t off);
-  // FLUSH and FSYNC: commits what the descriptor has new.
-  FsError CommitIfDue(FileHandle& h);
+  // FLUSH (`at_close`) and FSYNC: commits what the descriptor has new (at a
+  // close, the empty value of a fresh open waits for RELEASE).
+  FsError CommitIfDue(FileHandle& h, bool at_close);
   void ReleaseCell(FileHandle& h);
   FsError CheckFuture(const Node& node) {
     if (node.at.has_value() && *node.at > NowMicros() + kFutureLimitMicros) {
@@ -1978,7 +1979,7 @@ void Filesystem::Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   (void)ino;
   std::shared_ptr<FileHandle> h = FileOf(fi);
   FsError e;
-  if (h) e = CommitIfDue(*h);
+  if (h) e = CommitIfDue(*h, /*at_close=*/true);
   if (!e.ok()) {
     Refuse(req, "close", PathOf(*h), e);
     return;
@@ -1987,13 +1988,16 @@ void Filesystem::Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fuse_reply_err(req, 0);
 }
 
-FsError Filesystem::CommitIfDue(FileHandle& h) {
+FsError Filesystem::CommitIfDue(FileHandle& h, bool at_close) {
   if (h.cell()) {
     OpenCell& c = *h.cell();
     MutexLock lock(c.mu());
     FsError e;
-    if (c.NeedsCommit(h.descriptor())) e = CommitCell(c, h.descriptor());
-    if (e.ok()) c.Flushed(h.descriptor());
+    const uint64_t d = h.descriptor();
+    if (at_close ? c.NeedsCommitAtClose(d) : c.NeedsCommit(d)) {
+      e = CommitCell(c, d);
+    }
+    if (e.ok()) c.Flushed(d, at_close);
     return e;
   }
   MutexLock lock(h.mu());
@@ -2092,7 +2096,7 @@ void Filesystem::Fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
   (void)datasync;
   std::shared_ptr<FileHandle> h = FileOf(fi);
   FsError e;
-  if (h) e = CommitIfDue(*h);
+  if (h) e = CommitIfDue(*h, /*at_close=*/false);
   if (e.ok()) {
     Status s = db_->Sync();
     if (!s.ok()) e = FsErrorFromStatus(s);

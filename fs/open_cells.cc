@@ -92,6 +92,7 @@ uint64_t OpenCell::Attach(Access access, CommittedVersion newest,
   if (page_cache) page_cache_writers_++;
   if (create) fresh_ = true;  // committed even when nothing is written
   d.wrote = create || truncate;
+  d.opened_fresh = create || truncate;
   if (access == Access::kAppend && !loaded_) return id;
   if (!loaded_) Load(std::move(newest.value));
   if (truncate) {
@@ -345,14 +346,25 @@ bool OpenCell::NeedsCommit(uint64_t id) const {
   return fresh_ || changes_ != committed_changes_;
 }
 
+bool OpenCell::NeedsCommitAtClose(uint64_t id) const {
+  return NeedsCommit(id) && !OnlyEmptyDue(id);
+}
+
+bool OpenCell::OnlyEmptyDue(uint64_t id) const {
+  const Descriptor* d = Find(id);
+  if (d == nullptr || !d->opened_fresh || !fresh_) return false;
+  return loaded_ ? changes_ == committed_changes_ : d->appended.empty();
+}
+
 bool OpenCell::NeedsCommitAtRelease(uint64_t id) const {
   const Descriptor* d = Find(id);
   return d != nullptr && d->wrote && NeedsCommit(id);
 }
 
-void OpenCell::Flushed(uint64_t id) {
+void OpenCell::Flushed(uint64_t id, bool at_close) {
   Descriptor* d = Find(id);
   if (d == nullptr) return;
+  if (at_close && OnlyEmptyDue(id) && NeedsCommit(id)) return;  // RELEASE
   d->wrote = false;
 }
 

@@ -11,7 +11,11 @@
 // a commit of exactly the newest version's bytes adds no version.
 // The caller (fs/fuse_ops.cc) commits on each close (FLUSH), fsync and
 // msync(MS_SYNC) of a descriptor when something is new, and at RELEASE for
-// what is left (the last unmap of a closed descriptor). A commit never
+// what is left (the last unmap of a closed descriptor). A created or
+// truncated open that has written nothing commits its empty value at
+// RELEASE (or fsync), not at a close: the shell's `>` closes the original
+// descriptor after dup2 and before the command writes, and that close must
+// not show an empty version while the command runs. A commit never
 // drops bytes another descriptor wrote: there is only one value.
 //
 // Appenders. While no descriptor of the cell reads or writes at an offset,
@@ -24,9 +28,9 @@
 // Refusals. A descriptor whose write was refused (EFBIG, ENOSPC, EIO, or a
 // refused fallocate) commits nothing from then on and its later writes fail
 // with the same errno. When the cell's last commit was the empty value a
-// created or truncated open made before its first write (the shell's `>`
-// closes a dup before writing), the refusal removes that version again: an
-// existing cell keeps its value and a created name is not kept.
+// created or truncated open made before its first write (an fsync before
+// writing), the refusal removes that version again: an existing cell keeps
+// its value and a created name is not kept.
 //
 // Readers. A descriptor opened read-only never sees the pending value: each
 // Read() returns bytes of the newest committed version at that moment. The
@@ -139,6 +143,10 @@ class OpenCell {
   // since the last commit (or created and never committed), the
   // descriptor a writer not refused, the cell not removed.
   bool NeedsCommit(uint64_t id) const REQUIRES(mu_);
+  // At a close (FLUSH): NeedsCommit(), except that the empty value of a
+  // created or truncated open that has written nothing is due only at its
+  // RELEASE (or an fsync), when no dup of the descriptor can write any more.
+  bool NeedsCommitAtClose(uint64_t id) const REQUIRES(mu_);
   // At RELEASE, which the kernel sends after the close returned (and after
   // the last unmap): only what came through descriptor `id` since its close
   // (a mapping's pages written back at the unmap) is due, never what other
@@ -147,8 +155,9 @@ class OpenCell {
   // it finds: when another is open, that one commits them at its close.)
   bool NeedsCommitAtRelease(uint64_t id) const REQUIRES(mu_);
   // The descriptor's close (FLUSH) or fsync was served: what it wrote so far
-  // is committed or was due at that moment.
-  void Flushed(uint64_t id) REQUIRES(mu_);
+  // is committed or was due at that moment (for a close: unless only the
+  // empty value was due, which then waits for RELEASE).
+  void Flushed(uint64_t id, bool at_close) REQUIRES(mu_);
   // Commits for descriptor `id`; on failure the cell's later writes report
   // EIO. *committed_at gets the new version's timestamp.
   FsError Commit(uint64_t id, int64_t* committed_at) REQUIRES(mu_);
@@ -202,6 +211,9 @@ class OpenCell {
     std::string appended;
     // Wrote (or truncated, or created the cell) since its last close.
     bool wrote = false;
+    // Opened with O_TRUNC or created the cell: while nothing is written,
+    // its close leaves the empty value to its RELEASE.
+    bool opened_fresh = false;
     // A reader without the page cache: the version it reads.
     std::shared_ptr<const std::string> pinned;
   };
@@ -216,6 +228,9 @@ class OpenCell {
   FsError CommitValue(int64_t* committed_at) REQUIRES(mu_);
   FsError CommitAppend(Descriptor* d, int64_t* committed_at) REQUIRES(mu_);
   FsError ReadNewest(CommittedVersion* out) REQUIRES(mu_);
+  // Only the empty value of a fresh open is due through `id`: nothing was
+  // written or truncated since it was created or truncated.
+  bool OnlyEmptyDue(uint64_t id) const REQUIRES(mu_);
   void Fail(const FsError& e) REQUIRES(mu_) { failed_ = e; }
 
   Bigtable* const db_;

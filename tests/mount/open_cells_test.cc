@@ -209,6 +209,40 @@ TEST_F(OpenCellsTest, ACloseDuringRmOrMvCommitsNothingToTheOldName) {
   }
 }
 
+// The shell's `>` closes its descriptor after dup2 and before the command
+// writes: that close shows no empty version (README "Writing": O_TRUNC
+// leaves the old value visible until a commit). The empty value of an
+// open that wrote nothing is committed when its last dup closes, so
+// `touch new` and `: > f` still make empty cells.
+TEST_F(OpenCellsTest, ShellRedirectionShowsNoEmptyVersion) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && echo old > t/r/f/tr");
+  EXPECT_EQ(ShOk("exec 7>t/r/f/tr; cat t/r/f/tr; echo new >&7; exec 7>&-;"
+                 " cat t/r/f/tr"),
+            "old\nnew\n");
+  // While the command runs: a new name has no version yet, an existing one
+  // keeps its value.
+  ShOk("{ ls .versions/t/r/f | grep -c '^out@'; cat t/r/f/tr; } > t/r/f/out");
+  EXPECT_EQ(ReadFile(Path("t/r/f/out")), "0\nnew\n");
+  ShOk("{ ls .versions/t/r/f | grep -c '^tr@' >&3; cat t/r/f/tr >&3; }"
+       " 3>t/r/f/log >t/r/f/tr");
+  EXPECT_EQ(ReadFile(Path("t/r/f/log")), "2\nnew\n");
+  ShOk("touch t/r/f/empty && : > t/r/f/out && exec 7>t/r/f/fsynced &&"
+       " sync t/r/f/fsynced");
+  // The fsync stored the empty value before the descriptor closed.
+  EXPECT_EQ(ShOk("ls .versions/t/r/f | grep -c '^fsynced@'"), "1\n");
+  Unmount();
+  for (const char* q : {"empty", "out", "fsynced", "tr"}) {
+    std::vector<Cell> v = Versions(q);
+    ASSERT_FALSE(v.empty()) << q;
+    EXPECT_EQ(v[0].value, "") << q;
+  }
+  // out: grep's output (committed at its exit), then cat's, then `: >`.
+  EXPECT_EQ(Versions("out").size(), 3u);
+  EXPECT_EQ(Versions("tr").size(), 3u);  // old, new, then the empty one
+}
+
 // tail -f and a polling reader follow `>>` appends of other processes.
 TEST_F(OpenCellsTest, ReadersFollowAppends) {
   CreateTable("t", {"f"});
@@ -454,6 +488,7 @@ TEST_F(OpenCellsTest, RandomInterleavingsMatchALocalFile) {
   struct Desc {
     int fd = -1;
     int flags = 0;
+    bool trunc = false;
   };
   Desc d[3];
   int reader = -1;
@@ -471,6 +506,7 @@ TEST_F(OpenCellsTest, RandomInterleavingsMatchALocalFile) {
       bool trunc = pick(10) == 0;
       x.fd = open(path.c_str(), x.flags | (trunc ? O_TRUNC : 0));
       ASSERT_GE(x.fd, 0) << strerror(errno);
+      x.trunc = trunc;
       if (trunc) {
         model.clear();
         dirty = true;
@@ -494,7 +530,18 @@ TEST_F(OpenCellsTest, RandomInterleavingsMatchALocalFile) {
     } else if (what < 70) {
       ASSERT_EQ(close(x.fd), 0);
       x.fd = -1;
+      const bool was_dirty = dirty;
       commit();
+      if (x.trunc && was_dirty) {
+        // An O_TRUNC open that wrote nothing since commits its empty value
+        // at RELEASE, which the kernel sends as close() returns: poll for
+        // it with a deadline.
+        auto deadline =
+            std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (ReadFile(path) != committed &&
+               std::chrono::steady_clock::now() < deadline) {
+        }
+      }
     } else if (what < 78) {
       if (x.flags == O_RDWR) {
         ASSERT_EQ(PRead(x.fd, 64 << 10), model) << "op " << op;

@@ -315,12 +315,23 @@ TEST_P(DBModelTest, RandomMutationsMatchModel) {
                                            ? std::string(1, '\xff')
                                            : (*tablets)[k].end_row);
   }
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  tablets = db_->ListTablets("t");
+  ASSERT_TRUE(tablets.ok());
+  DbStats last = db_->GetStats();
+  splits_ += last.tablet_splits;
+  merges_ += last.tablet_merges;
   std::printf("%s: %llu splits, %llu merges, %zu tablets at the end\n",
               param.name, static_cast<unsigned long long>(splits_),
               static_cast<unsigned long long>(merges_), tablets->size());
   if (param.purge_every > 0) {
-    EXPECT_GE(splits_, 150u);
-    EXPECT_GE(merges_, 40u);
+    // Coverage, not a schedule: a split comes when the background thread
+    // gets to a tablet past the threshold (a write wakes it), so how far
+    // past it a tablet grows first, and so the counts, follow thread
+    // timing even for one seed (135-206 splits, 32-65 merges over 200
+    // release runs). The floors ask for the scale the workload is for.
+    EXPECT_GE(splits_, 100u);
+    EXPECT_GE(merges_, 20u);
   } else {
     EXPECT_EQ(splits_ + merges_, 0u);
   }

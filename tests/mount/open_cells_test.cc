@@ -243,6 +243,35 @@ TEST_F(OpenCellsTest, ShellRedirectionShowsNoEmptyVersion) {
   EXPECT_EQ(Versions("tr").size(), 3u);  // old, new, then the empty one
 }
 
+// A reader that opened before any writer reads through the page cache;
+// a stat by path meanwhile reports the writers' pending size (empty after
+// O_TRUNC), which the kernel applies to the inode. The reader still reads
+// the whole committed value: the kernel asks again with the reader's
+// descriptor before a read past that size.
+TEST_F(OpenCellsTest, ACachedReaderKeepsItsValueWhileAWriterTruncates) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && echo committed-value > t/r/f/c");
+  int reader = open(Path("t/r/f/c").c_str(), O_RDONLY);
+  ASSERT_GE(reader, 0);
+  EXPECT_EQ(PRead(reader), "committed-value\n");
+  int w = open(Path("t/r/f/c").c_str(), O_WRONLY | O_TRUNC);
+  ASSERT_GE(w, 0);
+  struct stat st;
+  ASSERT_EQ(stat(Path("t/r/f/c").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 0);  // the size the writer holds
+  EXPECT_EQ(PRead(reader), "committed-value\n");
+  char c;
+  ASSERT_EQ(pread(reader, &c, 1, 3), 1);
+  EXPECT_EQ(c, 'm');
+  ASSERT_EQ(write(w, "x", 1), 1);
+  ASSERT_EQ(stat(Path("t/r/f/c").c_str(), &st), 0);
+  EXPECT_EQ(PRead(reader), "committed-value\n");
+  ASSERT_EQ(close(w), 0);
+  EXPECT_EQ(PRead(reader), "x");
+  ASSERT_EQ(close(reader), 0);
+}
+
 // tail -f and a polling reader follow `>>` appends of other processes.
 TEST_F(OpenCellsTest, ReadersFollowAppends) {
   CreateTable("t", {"f"});

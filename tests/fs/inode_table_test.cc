@@ -63,6 +63,21 @@ TEST(InodeTableTest, RebindFollowsARename) {
   EXPECT_EQ(t.Find(Cell("b")), a);
 }
 
+TEST(InodeTableTest, UnbindFreesTheNameForANewInode) {
+  InodeTable t;
+  uint64_t a = t.Lookup(Cell("a"));
+  t.Unbind(Cell("a"), a + 1);  // another inode: no change
+  EXPECT_EQ(t.Find(Cell("a")), a);
+  t.Unbind(Cell("a"), a);
+  EXPECT_FALSE(t.Find(Cell("a")).has_value());
+  EXPECT_EQ(t.Get(a)->qualifier, "a");  // the open file keeps its node
+  uint64_t again = t.Lookup(Cell("a"));
+  EXPECT_NE(again, a);
+  // Forgetting the removed inode leaves the new one bound.
+  t.Forget(a, 1);
+  EXPECT_EQ(t.Find(Cell("a")), again);
+}
+
 TEST(InodeTableTest, KeepCacheOnlyWhileTheVersionIsUnchanged) {
   InodeTable t;
   uint64_t a = t.Lookup(Cell("a"));

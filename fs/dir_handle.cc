@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "fs/names.h"
+#include "store/util/hash.h"
 
 namespace tabletfs::fs {
 namespace {
@@ -31,6 +32,7 @@ void DirHandle::Remember(const Position& pos) {
 FsError DirHandle::Reposition(const Position& pos) {
   last_ = pos;
   scanner_positioned_ = false;
+  peeked_.reset();
   if (pos.offset == 0) {
     // A new pass (opendir or rewinddir) sees the current state.
     remembered_.clear();
@@ -219,8 +221,8 @@ FsError DirHandle::LoadNames() {
       }
       for (const FamilyInfo& f : *families) {
         (*scanner)->Seek(dir_.row, f.name);
-        bool has_cells = (*scanner)->Valid() && (*scanner)->row() == dir_.row &&
-                         (*scanner)->family() == f.name;
+        DirTimes times = ScanDirTimes(**scanner, dir_.row, f.name);
+        bool has_cells = times.newest.has_value();
         if (!(*scanner)->status().ok()) {
           return FsErrorFromStatus((*scanner)->status());
         }
@@ -233,6 +235,9 @@ FsError DirHandle::LoadNames() {
         e.node = ChildBase(NodeKind::kFamily);
         e.node.family = f.name;
         e.settings = f.settings;
+        e.has_timestamp = has_cells;
+        e.timestamp = times.newest.value_or(0);
+        e.entries = times.entries;
         names_.push_back(std::move(e));
       }
       break;
@@ -275,8 +280,46 @@ FsError DirHandle::NextEntry(std::optional<DirEntry>* out) {
   return FsError::Ok();
 }
 
+DirTimes ScanDirTimes(Scanner& s, std::string_view row,
+                      std::string_view family, std::vector<std::string> made) {
+  DirTimes t;
+  uint64_t hash = 0;
+  std::string last;  // the last entry name seen
+  bool any = false;
+  while (s.Valid() && s.row() == row &&
+         (family.empty() || s.family() == family)) {
+    t.newest = std::max(t.newest.value_or(s.timestamp()), s.timestamp());
+    std::string_view name = family.empty() ? s.family() : s.qualifier();
+    if (!any || name != last) {
+      last = std::string(name);
+      any = true;
+      if (family.empty()) {
+        made.push_back(last);  // a row's few families: hashed sorted below
+      } else {
+        hash = Hash64(last, hash ^ last.size());  // qualifiers come sorted
+      }
+    }
+    s.NextColumn();
+  }
+  if (family.empty()) {
+    std::sort(made.begin(), made.end());
+    made.erase(std::unique(made.begin(), made.end()), made.end());
+    for (const std::string& name : made) {
+      hash = Hash64(name, hash ^ name.size());
+    }
+  }
+  t.entries = static_cast<int64_t>(hash >> 1);
+  return t;
+}
+
 FsError DirHandle::NextRowEntry(std::optional<DirEntry>* out) {
   const bool after = last_.phase == Phase::kEntries;
+  if (peeked_.has_value() && scanner_positioned_ &&
+      peeked_after_ == last_.offset) {
+    *out = *peeked_;
+    return FsError::Ok();
+  }
+  peeked_.reset();
   if (!scanner_) {
     ScanOptions so;
     so.read = ViewReadOptions();
@@ -308,9 +351,25 @@ FsError DirHandle::NextRowEntry(std::optional<DirEntry>* out) {
   if (made.has_value() && (!row.has_value() || *made < *row)) row = made;
   if (!row.has_value()) return FsError::Ok();
   DirEntry e;
+  {
+    // The row's mtime, as Stat gives it; the scanner moves to the next row
+    // (or stays, for a row made by mkdir that has no cells).
+    DirTimes times = ScanDirTimes(
+        *scanner_, *row, {},
+        dir_.view == View::kCurrent ? ephemeral_->Families(dir_.table, *row)
+                                    : std::vector<std::string>());
+    if (!scanner_->status().ok()) {
+      return FsErrorFromStatus(scanner_->status());
+    }
+    e.has_timestamp = times.newest.has_value();
+    e.timestamp = times.newest.value_or(0);
+    e.entries = times.entries;
+  }
   e.name = ShownName(*row);
   e.node = ChildBase(NodeKind::kRow);
   e.node.row = std::move(*row);
+  peeked_ = e;
+  peeked_after_ = last_.offset;
   *out = std::move(e);
   return FsError::Ok();
 }

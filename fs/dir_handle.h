@@ -47,12 +47,34 @@ struct DirEntry {
   // "." and "..": no node, no lookup count.
   bool is_dot = false;
   Node node;
-  // Cells only: newest version's size and timestamp.
+  // Cells: newest version's size and timestamp. Rows and families with
+  // cells: the newest timestamp of their cells and the fingerprint of
+  // their entries (DirTimes).
   uint64_t size = 0;
   int64_t timestamp = 0;
+  bool has_timestamp = false;
+  int64_t entries = 0;
   // Family directories and cells: the family's settings.
   std::optional<FamilySettings> settings;
 };
+
+// What the mtime of a row or family directory follows: the newest
+// timestamp of its cells, and a fingerprint of its entries (the names of
+// the families of a row, of the qualifiers of a family). Its mtime is the
+// one utimensat set for exactly these entries (rsync -a sets every
+// directory's), else the newest timestamp; as on a local disk, writing a
+// file in it changes only its mtime when the entries change.
+struct DirTimes {
+  std::optional<int64_t> newest;  // nullopt: no cells
+  int64_t entries = 0;            // fingerprint, >= 0
+};
+// The DirTimes of the columns from the scanner's position on that are in
+// `row` (and in `family`, when not empty). A row's entries also count the
+// families made by mkdir that have no cells yet (`made`). Reads no value.
+// Leaves the scanner after them.
+DirTimes ScanDirTimes(Scanner& s, std::string_view row,
+                      std::string_view family,
+                      std::vector<std::string> made = {});
 
 class DirHandle {
  public:
@@ -113,6 +135,11 @@ class DirHandle {
   // cell after last_.key, when scanner_positioned_.
   std::unique_ptr<Scanner> scanner_ GUARDED_BY(mu_);
   bool scanner_positioned_ GUARDED_BY(mu_) = false;
+  // Table listings: the row entry produced after last_ (at offset
+  // peeked_after_) whose cells the scanner has passed to find its mtime;
+  // given again when the kernel had no room for it.
+  std::optional<DirEntry> peeked_ GUARDED_BY(mu_);
+  off_t peeked_after_ GUARDED_BY(mu_) = -1;
   std::optional<FamilySettings> family_settings_ GUARDED_BY(mu_);
 };
 

@@ -365,6 +365,23 @@ class Filesystem {
   FsError TableExists(std::string_view table);
   FsError RowHasCells(const Node& row_node, bool* has);
   FsError FamilyHasCells(const Node& family_node, bool* has);
+  // The DirTimes of a row or family directory (as of its view's time).
+  // Reads no value.
+  FsError DirTimesOf(const Node& dir, DirTimes* out);
+  static DirTimes EntryDirTimes(const DirEntry& de) {
+    DirTimes t;
+    if (de.has_timestamp) t.newest = de.timestamp;
+    t.entries = de.entries;
+    return t;
+  }
+  // A row's or family's mtime (DirTimes); a directory without cells (made
+  // by mkdir) and no mtime set has the mount's start time.
+  void SetDirMtime(const Node& dir, const DirTimes& t, struct stat* st) {
+    std::optional<int64_t> set;
+    if (dir.view == View::kCurrent) set = mtimes_.Find(dir, t.entries);
+    if (!set.has_value()) set = t.newest;
+    if (set.has_value()) SetMtime(st, *set);
+  }
   FsError ReadVersion(const Node& cell, CellVersion* out);
 
   // Fills an entry reply for `node`, counting one lookup.
@@ -795,6 +812,29 @@ FsError Filesystem::FamilyHasCells(const Node& n, bool* has) {
   return FsError::Ok();
 }
 
+FsError Filesystem::DirTimesOf(const Node& n, DirTimes* out) {
+  ScanOptions so;
+  so.read.at = ReadAt(n);
+  so.read.max_versions = 1;
+  so.start_row = n.row;
+  so.end_row = RowEnd(n.row);
+  if (n.kind == NodeKind::kFamily) so.read.families = {n.family};
+  auto scanner = db_->NewScanner(n.table, so);
+  if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
+  Scanner& s = **scanner;
+  s.Seek(n.row, n.kind == NodeKind::kFamily ? n.family : std::string());
+  if (n.kind == NodeKind::kFamily) {
+    *out = ScanDirTimes(s, n.row, n.family);
+  } else {
+    *out = ScanDirTimes(s, n.row, {},
+                        n.view == View::kCurrent
+                            ? ephemeral_.Families(n.table, n.row)
+                            : std::vector<std::string>());
+  }
+  if (!s.status().ok()) return FsErrorFromStatus(s.status());
+  return FsError::Ok();
+}
+
 FsError Filesystem::ReadVersion(const Node& cell, CellVersion* out) {
   ReadOptions ro;
   ro.max_versions = 1;
@@ -852,26 +892,30 @@ FsError Filesystem::Stat(const Node& node, fuse_ino_t ino, struct stat* st) {
       DirStat(ino, S_IFDIR | 0755, uid_, gid_, st);
       return FsError::Ok();
     case NodeKind::kRow: {
-      bool has = node.view == View::kCurrent &&
-                 ephemeral_.HasRow(node.table, node.row);
-      if (!has) TABLETFS_FS_RETURN_IF_ERROR(RowHasCells(node, &has));
-      if (!has) {
+      DirTimes times;
+      TABLETFS_FS_RETURN_IF_ERROR(DirTimesOf(node, &times));
+      if (!times.newest.has_value() &&
+          !(node.view == View::kCurrent &&
+            ephemeral_.HasRow(node.table, node.row))) {
         return FsError::Of(ENOENT, "no row " + node.DebugPath());
       }
       DirStat(ino, S_IFDIR | 0755, uid_, gid_, st);
+      SetDirMtime(node, times, st);
       return FsError::Ok();
     }
     case NodeKind::kFamily: {
       auto settings = db_->GetFamily(node.table, node.family);
       if (!settings.ok()) return FsErrorFromStatus(settings.status());
-      bool has = node.view == View::kCurrent &&
-                 ephemeral_.HasFamily(node.table, node.row, node.family);
-      if (!has) TABLETFS_FS_RETURN_IF_ERROR(FamilyHasCells(node, &has));
-      if (!has) {
+      DirTimes times;
+      TABLETFS_FS_RETURN_IF_ERROR(DirTimesOf(node, &times));
+      if (!times.newest.has_value() &&
+          !(node.view == View::kCurrent &&
+            ephemeral_.HasFamily(node.table, node.row, node.family))) {
         return FsError::Of(ENOENT, "no cells in " + node.DebugPath());
       }
       DirStat(ino, DirMode(*settings), settings->owner_uid, settings->owner_gid,
               st);
+      SetDirMtime(node, times, st);
       return FsError::Ok();
     }
     case NodeKind::kCell: {
@@ -927,9 +971,16 @@ void Filesystem::EntryStat(const DirEntry& de, fuse_ino_t ino,
       if (de.settings.has_value()) {
         DirStat(ino, DirMode(*de.settings), de.settings->owner_uid,
                 de.settings->owner_gid, st);
+        SetDirMtime(de.node, EntryDirTimes(de), st);
         return;
       }
       break;
+    case NodeKind::kRow:
+      DirStat(ino, S_IFDIR | 0755, uid_, gid_, st);
+      if (de.has_timestamp) {
+          SetDirMtime(de.node, EntryDirTimes(de), st);
+        }
+      return;
     case NodeKind::kCell:
       if (de.settings.has_value()) {
         FileStat(ino, *de.settings, de.size, de.timestamp, st);
@@ -1225,6 +1276,23 @@ void Filesystem::SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr,
       }
     }
     if (!pending) e = SetCellMtime(n, micros, ino);
+    if (!e.ok()) {
+      Refuse(req, "utimensat", n.DebugPath(), e);
+      return;
+    }
+  }
+  if ((to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) &&
+      (n.kind == NodeKind::kRow || n.kind == NodeKind::kFamily) &&
+      n.view == View::kCurrent) {
+    // Kept for the directory's entries as they are (DirTimes).
+    DirTimes times;
+    e = DirTimesOf(n, &times);
+    if (e.ok()) {
+      e = mtimes_.Set(n, times.entries,
+                      (to_set & FUSE_SET_ATTR_MTIME_NOW)
+                          ? NowMicros()
+                          : TimespecToMicros(attr->st_mtim));
+    }
     if (!e.ok()) {
       Refuse(req, "utimensat", n.DebugPath(), e);
       return;

@@ -34,12 +34,14 @@ std::optional<int64_t> Decode(std::string_view s) {
 
 }  // namespace
 
-std::string Mtimes::Key(const Node& cell) {
+std::string Mtimes::Key(const Node& node) {
   std::string key;
-  PutLengthPrefixed(&key, cell.table);
-  PutLengthPrefixed(&key, cell.row);
-  PutLengthPrefixed(&key, cell.family);
-  PutLengthPrefixed(&key, cell.qualifier);
+  PutLengthPrefixed(&key, node.table);
+  PutLengthPrefixed(&key, node.row);
+  if (node.kind == NodeKind::kRow) return key;
+  PutLengthPrefixed(&key, node.family);
+  if (node.kind == NodeKind::kFamily) return key;
+  PutLengthPrefixed(&key, node.qualifier);
   return key;
 }
 
@@ -66,15 +68,19 @@ bool Mtimes::MayHave(const std::string& table) {
 }
 
 int64_t Mtimes::Get(const Node& cell, int64_t version) {
-  if (!MayHave(cell.table)) return version;
+  return Find(cell, version).value_or(version);
+}
+
+std::optional<int64_t> Mtimes::Find(const Node& node, int64_t version) {
+  if (!MayHave(node.table)) return std::nullopt;
   ReadOptions ro;
   ro.max_versions = 1;
   ro.at = version;
-  auto cells = db_->ReadCell(kTable, Key(cell), kFamily, "", ro);
+  auto cells = db_->ReadCell(kTable, Key(node), kFamily, "", ro);
   if (!cells.ok() || cells->empty() || (*cells)[0].timestamp != version) {
-    return version;
+    return std::nullopt;
   }
-  return Decode((*cells)[0].value).value_or(version);
+  return Decode((*cells)[0].value);
 }
 
 FsError Mtimes::Set(const Node& cell, int64_t version, int64_t mtime) {
@@ -95,6 +101,9 @@ FsError Mtimes::Set(const Node& cell, int64_t version, int64_t mtime) {
     created_ = true;
   }
   RowMutation m(Key(cell));
+  // A directory's fingerprints come in no order: the GC (newest only)
+  // would collect a new record below an old one.
+  if (cell.kind != NodeKind::kCell) m.DeleteCell(kFamily, "");
   m.SetCell(kFamily, "", version, Encode(mtime));
   auto r = db_->Apply(kTable, m, WriteOptions());
   if (!r.ok()) return FsErrorFromStatus(r.status());

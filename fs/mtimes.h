@@ -16,6 +16,11 @@
 // policy at the next record of the cell. User tables never hold any of it,
 // so reads of them through the API see only user data.
 //
+// Row and family directories (rsync -a sets their mtimes) work the same
+// way: their "version" is the fingerprint of their entries (fs/dir_handle.h
+// DirTimes), and their row key holds only the table and row (and family)
+// fields.
+//
 // Cost: a table none of whose cells has a set mtime costs one scan of
 // kTable at the first stat in it, then nothing (remembered per table).
 //
@@ -49,13 +54,17 @@ class Mtimes {
   // The mtime of `cell` (main tree, no `@T`) whose newest version has
   // timestamp `version`: the one set for that version, else `version`.
   int64_t Get(const Node& cell, int64_t version);
-  // Sets the mtime of the version `version` of `cell`.
-  FsError Set(const Node& cell, int64_t version, int64_t mtime);
+  // The mtime set for `version` of `node` (a cell, row or family), if any.
+  std::optional<int64_t> Find(const Node& node, int64_t version);
+  // Sets the mtime of the version `version` of `node`. For a row or family
+  // `version` is the fingerprint of its entries (DirTimes), in no order:
+  // the record replaces any other.
+  FsError Set(const Node& node, int64_t version, int64_t mtime);
 
  private:
   // Whether any cell of `table` may have a record (false: none has).
   bool MayHave(const std::string& table);
-  static std::string Key(const Node& cell);
+  static std::string Key(const Node& node);
 
   Bigtable* const db_;
   Mutex mu_;

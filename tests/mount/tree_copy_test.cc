@@ -142,5 +142,56 @@ TEST_F(TreeCopyTest, HashedRowNamesCannotBeCopiedBackAndSaySo) {
   EXPECT_EQ(ShOk("cat t/" + name + "/f/q2"), "v");
 }
 
+// Rows and families have mtimes (issue 14 item 13; fs/dir_handle.h
+// DirTimes): the one utimensat set while the directory's entries stay the
+// same (rsync -a sets every directory's), else the newest commit time of
+// its cells. So a second rsync itemizes no row or family (it itemized
+// `.d..t` for each on every run), and stat and ls -l agree.
+TEST_F(TreeCopyTest, DirectoryMtimesSurviveASecondRsync) {
+  const std::string src = tmp() + "/src";
+  ASSERT_EQ(system(("mkdir -p " + src + "/r1/fa " + src + "/r1/fb " + src +
+                    "/r2/fa && echo one > " + src + "/r1/fa/q1 && echo two > " +
+                    src + "/r1/fb/q2 && echo three > " + src +
+                    "/r2/fa/q3 && touch -d @1700000000 " + src +
+                    "/*/*/* && touch -d @1600000000 " + src + "/*/* " + src +
+                    "/*")
+                       .c_str()),
+            0);
+  CreateTable("t", {"fa", "fb"});
+  Mount();
+  ShOk("rsync -a " + src + "/ t/");
+  // Only the table directory itself has no mtime of its own yet.
+  EXPECT_EQ(ShOk("rsync -ai " + src + "/ t/ | grep -v '^\\.d\\.\\.t\\.* \\./$'; "
+                 "true"),
+            "");
+  EXPECT_EQ(ShOk("stat -c %Y t/r1 t/r1/fa t/r2/fa"),
+            "1600000000\n1600000000\n1600000000\n");
+  // ls -l (attributes from readdir) says what stat says.
+  EXPECT_EQ(ShOk("ls -l --time-style=+%s t | awk 'NR>1{print $6}'"),
+            "1600000000\n1600000000\n");
+  EXPECT_EQ(ShOk("ls -l --time-style=+%s t/r1 | awk 'NR>1{print $6}'"),
+            "1600000000\n1600000000\n");
+  // A new cell changes the entries of its family, not of its row: the
+  // family's mtime is now the new cell's commit time, as on a local disk.
+  ShOk("echo four > t/r1/fa/q4");
+  const std::string now = ShOk("stat -c %Y t/r1/fa/q4");
+  EXPECT_EQ(ShOk("stat -c %Y t/r1 t/r1/fa t/r1/fb"),
+            "1600000000\n" + now + "1600000000\n");
+  // Overwriting a file changes no directory's entries.
+  ShOk("touch -d @1600000000 t/r1/fa");
+  ShOk("echo five > t/r1/fa/q4");
+  EXPECT_EQ(ShOk("stat -c %Y t/r1/fa"), "1600000000\n");
+  // A row that no utimensat touched: its newest cell's commit time. They
+  // survive a remount.
+  ShOk("mkdir -p t/r3/fb && echo six > t/r3/fb/q");
+  const std::string r3 = ShOk("stat -c %Y t/r3/fb/q");
+  Unmount();
+  Mount();
+  EXPECT_EQ(ShOk("stat -c %Y t/r1 t/r1/fa t/r3 t/r3/fb"),
+            "1600000000\n1600000000\n" + r3 + r3);
+  EXPECT_EQ(ShOk("ls -l --time-style=+%s t | awk 'NR>1{print $6}'"),
+            "1600000000\n1600000000\n" + r3);
+}
+
 }  // namespace
 }  // namespace tabletfs::testing

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <string_view>
+#include <utility>
 
 namespace tabletfs::daemon {
 namespace {
@@ -81,6 +82,17 @@ bool ParseOption(const std::string& opt, DaemonArgs* out, std::string* error) {
     out->auto_families = true;
     return true;
   }
+  if (key == "store") {
+    if (value == "engine") {
+      out->store = StoreKind::kEngine;
+    } else if (value == "memory") {
+      out->store = StoreKind::kMemory;
+    } else {
+      *error = "option store wants engine or memory, not '" + value + "'";
+      return false;
+    }
+    return true;
+  }
   if (key == "debug") {
     out->debug = true;
     out->foreground = true;
@@ -142,6 +154,20 @@ bool ParseArgs(int argc, const char* const* argv, DaemonArgs* out,
     }
   }
   if (out->help || out->version) return true;
+  if (out->store == StoreKind::kMemory) {
+    const std::pair<const char*, bool> engine_only[] = {
+        {"memtable_bytes", out->memtable_bytes.has_value()},
+        {"tablet_split_bytes", out->tablet_split_bytes.has_value()},
+        {"space_reserve_bytes", out->space_reserve_bytes.has_value()},
+        {"commit", out->commit_seconds.has_value()}};
+    for (const auto& [name, given] : engine_only) {
+      if (given) {
+        *error = std::string("option ") + name +
+                 " is the engine's; store=memory has no use for it";
+        return false;
+      }
+    }
+  }
   if (positional.size() != 2) {
     *error = "expected DATADIR and MOUNTPOINT, got " +
              std::to_string(positional.size()) + " arguments";
@@ -181,6 +207,12 @@ std::string Usage(const std::string& program) {
          "                               this long (default 5; 0: only fsync)\n"
          "        auto_families          mkdir of a family not in the schema\n"
          "                               creates it (default settings)\n"
+         "        store=engine|memory    engine (default): the store in DATADIR;\n"
+         "                               memory: a scratch store in memory,\n"
+         "                               empty at mount, gone at unmount\n"
+         "                               (DATADIR then holds only mount.pid;\n"
+         "                               no memtable_bytes, tablet_split_bytes,\n"
+         "                               space_reserve_bytes or commit)\n"
          "        and the FUSE options below\n";
 }
 

@@ -8,7 +8,8 @@
 //                    entry_timeout=SECONDS, attr_timeout=SECONDS,
 //                    memtable_bytes=N, tablet_split_bytes=N,
 //                    max_value_bytes=N, space_reserve_bytes=N,
-//                    commit=SECONDS
+//                    commit=SECONDS, auto_families,
+//                    store=engine|memory
 //     -h, --help     -V, --version
 //
 // Options that mount(8) and mount.fuse3 pass for every mount and that mean
@@ -25,6 +26,18 @@
 #include <vector>
 
 namespace tabletfs::daemon {
+
+// What the mount serves (-o store=).
+enum class StoreKind {
+  // The engine (store/db.h) in DATADIR, opened or created: the default.
+  kEngine,
+  // The reference implementation (store/reference/): a scratch store in
+  // memory, empty at mount and gone at unmount. DATADIR is still required
+  // (fstab lines and `mount -t fuse.tabletfs` always pass one, and so the
+  // command line keeps one shape); it holds only mount.pid and mountpoint,
+  // and statfs reports its filesystem. No store file is read or written.
+  kMemory,
+};
 
 struct DaemonArgs {
   std::string datadir;
@@ -45,10 +58,13 @@ struct DaemonArgs {
   // The commit interval (ext4's commit=): 0 turns it off.
   std::optional<uint64_t> commit_seconds;
   bool auto_families = false;  // -o auto_families
+  StoreKind store = StoreKind::kEngine;
 };
 
 // Parses argv (argv[0] is the program). Returns false with *error set to a
-// message for the user when the arguments are wrong.
+// message for the user when the arguments are wrong; the engine's options
+// (memtable_bytes, tablet_split_bytes, space_reserve_bytes, commit) are
+// wrong with store=memory, which has no memtable, tablets, disk or log.
 bool ParseArgs(int argc, const char* const* argv, DaemonArgs* out,
                std::string* error);
 

@@ -11,11 +11,13 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <system_error>
 
 #include "fs/log.h"
 #include "fs/session.h"
 #include "mount/daemon/test_faults.h"
 #include "store/db.h"
+#include "store/reference/reference_bigtable.h"
 
 namespace tabletfs::daemon {
 namespace {
@@ -66,18 +68,20 @@ void Report(int fd, char status) {
   close(fd);
 }
 
-// Opens, mounts and serves. `ready_fd` (-1 in the foreground) gets one byte
-// once mounted (0) or on failure (1).
-int Serve(const DaemonArgs& args, const std::string& datadir,
-          const std::string& mountpoint, int ready_fd) {
-  // Test hook: TABLETFS_TEST_FAULTS=<control file> runs the store on a
-  // fault-injecting Env that a test switches while the mount is live (see
-  // test_faults.h, docs/RELIABILITY.md). Unset, as in any real use, it is
-  // nullptr and the store gets the default Env. Created before anything
-  // starts a thread, destroyed after the store.
-  std::unique_ptr<TestFaults> test_faults = TestFaults::FromEnvironment();
+// The store a session serves, and what the session is told about it.
+struct OpenedStore {
+  std::unique_ptr<Bigtable> store;
+  size_t max_value_bytes = 0;
+  uint64_t space_reserve_bytes = 0;
+  fs::StatsTextFn stats_text;
+};
+
+// Opens (or creates) the engine in `datadir`, on `env` (nullptr: the
+// default Env).
+Status OpenEngine(const DaemonArgs& args, const std::string& datadir,
+                  Env* env, OpenedStore* out) {
   Options options;
-  if (test_faults != nullptr) options.env = test_faults->env();
+  if (env != nullptr) options.env = env;
   options.logger = [](LogLevel level, std::string_view line) {
     fs::Log(level, line);
   };
@@ -93,12 +97,75 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
     options.commit_interval = std::chrono::seconds(*args.commit_seconds);
   }
   auto db = DB::Open(options, datadir);
-  if (!db.ok()) {
-    fs::Log(LogLevel::kError,
-            "cannot open " + datadir + ": " + db.status().ToString());
+  if (!db.ok()) return db.status();
+  DB* engine = db->get();
+  out->max_value_bytes = options.max_value_bytes;
+  // The reserve the store resolved (scaled with the disk when not set).
+  out->space_reserve_bytes = engine->GetStats().space_reserve_bytes;
+  out->stats_text = [engine] { return engine->GetStats().ToString(); };
+  out->store = std::move(db).value();
+  return Status::OK();
+}
+
+// The text of `.tabletfs/stats` for store=memory: "key value" lines as
+// the engine's, of what the data-model interface can tell.
+std::string MemoryStatsText(Bigtable& db) {
+  uint64_t tables = 0, tablets = 0, bytes = 0;
+  Result<std::vector<std::string>> names = db.ListTables();
+  if (names.ok()) {
+    for (const std::string& table : *names) {
+      Result<std::vector<TabletInfo>> list = db.ListTablets(table);
+      if (!list.ok()) continue;  // dropped meanwhile
+      tables++;
+      for (const TabletInfo& t : *list) {
+        tablets++;
+        bytes += t.bytes;
+      }
+    }
+  }
+  return "store memory\ntables " + std::to_string(tables) + "\ntablets " +
+         std::to_string(tablets) + "\nbytes " + std::to_string(bytes) + "\n";
+}
+
+// The reference implementation, in memory; `datadir` is only made to exist
+// (it holds the pid files).
+Status OpenMemory(const DaemonArgs& args, const std::string& datadir,
+                  OpenedStore* out) {
+  std::error_code ec;
+  std::filesystem::create_directories(datadir, ec);
+  if (ec) return Status::IOError(datadir, ec.message());
+  ReferenceOptions options;
+  if (args.max_value_bytes) options.max_value_bytes = *args.max_value_bytes;
+  out->store = NewReferenceBigtable(options);
+  out->max_value_bytes = options.max_value_bytes;
+  // Nothing is written to the disk, so no free space is kept for it.
+  out->space_reserve_bytes = 0;
+  out->stats_text = [db = out->store.get()] { return MemoryStatsText(*db); };
+  return Status::OK();
+}
+
+// Opens, mounts and serves. `ready_fd` (-1 in the foreground) gets one byte
+// once mounted (0) or on failure (1).
+int Serve(const DaemonArgs& args, const std::string& datadir,
+          const std::string& mountpoint, int ready_fd) {
+  // Test hook: TABLETFS_TEST_FAULTS=<control file> runs the store on a
+  // fault-injecting Env that a test switches while the mount is live (see
+  // test_faults.h, docs/RELIABILITY.md). Unset, as in any real use, it is
+  // nullptr and the store gets the default Env. Created before anything
+  // starts a thread, destroyed after the store.
+  std::unique_ptr<TestFaults> test_faults = TestFaults::FromEnvironment();
+  OpenedStore opened;
+  Status s = args.store == StoreKind::kMemory
+                 ? OpenMemory(args, datadir, &opened)
+                 : OpenEngine(args, datadir,
+                              test_faults ? test_faults->env() : nullptr,
+                              &opened);
+  if (!s.ok()) {
+    fs::Log(LogLevel::kError, "cannot open " + datadir + ": " + s.ToString());
     Report(ready_fd, 1);
     return 1;
   }
+  std::unique_ptr<Bigtable>& db = opened.store;
 
   fs::SessionOptions so;
   so.datadir = datadir;
@@ -108,21 +175,18 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
   so.single_threaded = args.single_threaded;
   so.entry_timeout = args.entry_timeout;
   so.attr_timeout = args.attr_timeout;
-  so.max_value_bytes = options.max_value_bytes;
-  // The reserve the store resolved (scaled with the disk when not set).
-  so.space_reserve_bytes = (*db)->GetStats().space_reserve_bytes;
+  so.max_value_bytes = opened.max_value_bytes;
+  so.space_reserve_bytes = opened.space_reserve_bytes;
   so.auto_families = args.auto_families;
-  so.stats_text = [engine = db->get()] {
-    return engine->GetStats().ToString();
-  };
+  so.stats_text = std::move(opened.stats_text);
   std::unique_ptr<fs::Session> session;
-  fs::FsError e = fs::Session::Create(db->get(), so, &session);
+  fs::FsError e = fs::Session::Create(db.get(), so, &session);
   if (e.ok()) e = session->Mount();
   if (!e.ok()) {
     fs::Log(LogLevel::kError, "cannot mount " + datadir + " at " + mountpoint +
                                   ": " + e.ToString());
     session.reset();
-    db->reset();
+    db.reset();
     Report(ready_fd, 1);
     return 1;
   }
@@ -146,7 +210,7 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
   }
   int rc = session->Loop();
   session.reset();  // unmounts and commits what open files held
-  db->reset();      // the store closes: the log is synced
+  db.reset();       // the store closes: the log is synced
   RemovePidFiles(datadir);
   fs::Log(LogLevel::kInfo, "unmounted " + mountpoint);
   return rc == 0 ? 0 : 1;

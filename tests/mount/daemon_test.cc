@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "mount/daemon/args.h"
+#include "store/options.h"
 #include "tests/util/mount_fixture.h"
 
 namespace tabletfs::testing {
@@ -79,6 +80,34 @@ TEST(DaemonArgsTest, CommitInterval) {
   }
 }
 
+TEST(DaemonArgsTest, StoreOption) {
+  DaemonArgs a;
+  std::string error;
+  ASSERT_TRUE(Parse({"data", "mnt"}, &a, &error)) << error;
+  EXPECT_EQ(a.store, daemon::StoreKind::kEngine);
+  DaemonArgs m;
+  ASSERT_TRUE(Parse({"-o", "store=memory,max_value_bytes=10", "data", "mnt"},
+                    &m, &error))
+      << error;
+  EXPECT_EQ(m.store, daemon::StoreKind::kMemory);
+  EXPECT_EQ(m.datadir, "data");  // still required: fstab's shape
+  DaemonArgs none;
+  EXPECT_FALSE(Parse({"-o", "store=memory", "mnt"}, &none, &error));
+  DaemonArgs bad;
+  EXPECT_FALSE(Parse({"-o", "store=disk", "data", "mnt"}, &bad, &error));
+  EXPECT_NE(error.find("store wants engine or memory"), std::string::npos);
+  for (const char* engine_only :
+       {"memtable_bytes=1", "tablet_split_bytes=1", "space_reserve_bytes=1",
+        "commit=1"}) {
+    DaemonArgs b;
+    EXPECT_FALSE(Parse({"-o", "store=memory", "-o", engine_only, "data", "mnt"},
+                       &b, &error))
+        << engine_only;
+    EXPECT_NE(error.find("store=memory has no use for it"), std::string::npos)
+        << error;
+  }
+}
+
 class DaemonTest : public MountFixture {};
 
 TEST_F(DaemonTest, ExitCodeSaysWhetherTheMountWorked) {
@@ -109,6 +138,13 @@ TEST_F(DaemonTest, VersionAndHelpExitZero) {
   EXPECT_NE(out.find("usage: tabletfs [options] DATADIR MOUNTPOINT"),
             std::string::npos)
       << out;
+  // Issue 14 item 13: the value limit a `cp` of a larger file runs into
+  // (EFBIG) is in --help, with the store's real default.
+  ASSERT_EQ(Options().max_value_bytes, 64u << 20) << "update --help";
+  EXPECT_NE(out.find("max_value_bytes=N      largest value, default 64 MiB"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("(EFBIG"), std::string::npos) << out;
   EXPECT_NE(Sh(TabletfsBinary() + " --no-such-option 2>/dev/null"), 0);
 }
 

@@ -29,20 +29,14 @@ constexpr int64_t kOld = 1000000;
 constexpr int64_t kNew = 2000000;
 constexpr const char* kAt = "1500000";
 
-class ErrnoPathsTest : public MountFixture {
+class ErrnoPathsFixture : public MountFixture {
  protected:
   void SetUp() override {
     MountFixture::SetUp();
     CreateTable("t", {"f", "g"});
-    {
-      auto db = OpenDb();
-      ASSERT_NE(db, nullptr);
-      RowMutation m("r");
-      m.SetCell("f", "a", kOld, "a-old\n");
-      m.SetCell("f", "a", kNew, "a-new\n");
-      m.SetCell("g", "b", kOld, "b\n");
-      ASSERT_TRUE(db->Apply("t", m, WriteOptions()).ok());
-    }
+    PutCells("t", {{"r", "f", "a", kOld, "a-old\n"},
+                   {"r", "f", "a", kNew, "a-new\n"},
+                   {"r", "g", "b", kOld, "b\n"}});
     // No kernel caching: every request reaches the daemon, every snapshot
     // shows what the store holds.
     Mount({"-o", "entry_timeout=0,attr_timeout=0"});
@@ -95,6 +89,9 @@ class ErrnoPathsTest : public MountFixture {
   }
 };
 
+// Every test runs over the engine and over the memory store.
+using ErrnoPathsTest = OverStores<ErrnoPathsFixture>;
+
 // Every directory of the namespace, and what each holds.
 const std::vector<std::string>& Directories() {
   static const std::vector<std::string> dirs = {
@@ -127,7 +124,7 @@ const std::vector<std::string>& Files() {
   return files;
 }
 
-TEST_F(ErrnoPathsTest, TheNamespaceHasTheExpectedTypes) {
+TEST_P(ErrnoPathsTest, TheNamespaceHasTheExpectedTypes) {
   // The premise of the other tests: these are directories and files.
   for (const std::string& d : Directories()) {
     struct stat st;
@@ -142,7 +139,7 @@ TEST_F(ErrnoPathsTest, TheNamespaceHasTheExpectedTypes) {
   EXPECT_EQ(ReadFile(Path(".at/" + std::string(kAt) + "/t/r/f/a")), "a-old\n");
 }
 
-TEST_F(ErrnoPathsTest, OpeningADirectoryForWritingIsEisdir) {
+TEST_P(ErrnoPathsTest, OpeningADirectoryForWritingIsEisdir) {
   for (const std::string& d : Directories()) {
     for (int flags : {O_WRONLY, O_RDWR, O_WRONLY | O_TRUNC, O_RDWR | O_APPEND,
                       O_WRONLY | O_CREAT}) {
@@ -152,7 +149,7 @@ TEST_F(ErrnoPathsTest, OpeningADirectoryForWritingIsEisdir) {
   }
 }
 
-TEST_F(ErrnoPathsTest, ReadingOrTruncatingADirectoryIsEisdir) {
+TEST_P(ErrnoPathsTest, ReadingOrTruncatingADirectoryIsEisdir) {
   for (const std::string& d : Directories()) {
     ExpectRefused("read(" + d + ")", EISDIR, [&] {
       int fd = open(Path(d).c_str(), O_RDONLY);
@@ -169,7 +166,7 @@ TEST_F(ErrnoPathsTest, ReadingOrTruncatingADirectoryIsEisdir) {
   }
 }
 
-TEST_F(ErrnoPathsTest, ShellToolsOnDirectoriesSayIsADirectory) {
+TEST_P(ErrnoPathsTest, ShellToolsOnDirectoriesSayIsADirectory) {
   for (const char* d : {"t/r", "t/r/f"}) {
     ExpectShellRefused(std::string("cat ") + d, "Is a directory");
     ExpectShellRefused(std::string("echo x > ") + d, "Is a directory");
@@ -183,7 +180,7 @@ TEST_F(ErrnoPathsTest, ShellToolsOnDirectoriesSayIsADirectory) {
                      "Is a directory");
 }
 
-TEST_F(ErrnoPathsTest, AFileUsedAsADirectoryIsEnotdir) {
+TEST_P(ErrnoPathsTest, AFileUsedAsADirectoryIsEnotdir) {
   for (const std::string& f : Files()) {
     const std::string x = f + "/x";
     ExpectRefused("stat(" + x + ")", ENOTDIR, [&] {
@@ -211,7 +208,7 @@ TEST_F(ErrnoPathsTest, AFileUsedAsADirectoryIsEnotdir) {
   }
 }
 
-TEST_F(ErrnoPathsTest, ShellToolsOnACellAsADirectorySayNotADirectory) {
+TEST_P(ErrnoPathsTest, ShellToolsOnACellAsADirectorySayNotADirectory) {
   ExpectShellRefused("ls t/r/f/a/x", "Not a directory");
   ExpectShellRefused("ls t/r/f/a/", "Not a directory");
   ExpectShellRefused("mkdir t/r/f/a/x", "Not a directory");
@@ -227,6 +224,8 @@ TEST_F(ErrnoPathsTest, ShellToolsOnACellAsADirectorySayNotADirectory) {
   EXPECT_EQ(ShOk("cat t/r/f/a"), "a-new\n");
   EXPECT_EQ(ShOk("ls t/r/f"), "a\n");
 }
+
+INSTANTIATE_TEST_SUITE_P(, ErrnoPathsTest, AllStores(), StoreName);
 
 }  // namespace
 }  // namespace tabletfs::testing

@@ -11,7 +11,7 @@
 namespace tabletfs::testing {
 namespace {
 
-class MtimeTest : public MountFixture {
+class MtimeFixture : public MountFixture {
  protected:
   void SetUp() override {
     MountFixture::SetUp();
@@ -42,7 +42,12 @@ class MtimeTest : public MountFixture {
   }
 };
 
-TEST_F(MtimeTest, AWriteIsCurrentWhateverTheMtimesAndVersionsSay) {
+// Over the engine and over the memory store.
+using MtimeTest = OverStores<MtimeFixture>;
+// A remount that finds the data again: the engine's only.
+using MtimeEngineTest = MtimeFixture;
+
+TEST_P(MtimeTest, AWriteIsCurrentWhateverTheMtimesAndVersionsSay) {
   ShOk("mkdir -p t/r/f && echo base > t/r/f/f");
   ShOk("touch -d 2099-01-01 t/r/f/f");
   EXPECT_EQ(ShOk("date -r t/r/f/f +%Y"), "2099\n");
@@ -69,7 +74,7 @@ TEST_F(MtimeTest, AWriteIsCurrentWhateverTheMtimesAndVersionsSay) {
   EXPECT_EQ(ShOk("cat t/r/f/g"), "sed\nappended\n");
 }
 
-TEST_F(MtimeTest, MtimesSurviveRemountAndFollowRenames) {
+TEST_F(MtimeEngineTest, MtimesSurviveRemountAndFollowRenames) {
   ShOk("mkdir -p t/r/f && echo a > t/r/f/a && touch -d @1234567890 t/r/f/a");
   std::string versions = AllVersions();
   ShOk("mv t/r/f/a t/r/f/b");
@@ -85,7 +90,7 @@ TEST_F(MtimeTest, MtimesSurviveRemountAndFollowRenames) {
   EXPECT_NE(Sh("ls _tabletfs_mtimes 2>/dev/null"), 0);
 }
 
-TEST_F(MtimeTest, RsyncConvergesWithAndWithoutInplace) {
+TEST_P(MtimeTest, RsyncConvergesWithAndWithoutInplace) {
   std::string src = MakeSource();
   for (const char* inplace : {"", " --inplace"}) {
     SCOPED_TRACE(inplace);
@@ -107,7 +112,7 @@ TEST_F(MtimeTest, RsyncConvergesWithAndWithoutInplace) {
   }
 }
 
-TEST_F(MtimeTest, CpArchiveAndTarConverge) {
+TEST_P(MtimeTest, CpArchiveAndTarConverge) {
   std::string src = MakeSource();
   ShOk("cp -a " + src + "/r t/");
   EXPECT_EQ(Listing(mnt() + "/t"), Listing(src));
@@ -126,6 +131,8 @@ TEST_F(MtimeTest, CpArchiveAndTarConverge) {
     EXPECT_EQ(AllVersions(), versions);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(, MtimeTest, AllStores(), StoreName);
 
 }  // namespace
 }  // namespace tabletfs::testing

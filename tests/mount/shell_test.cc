@@ -15,7 +15,7 @@
 namespace tabletfs::testing {
 namespace {
 
-class ShellTest : public MountFixture {
+class ShellFixture : public MountFixture {
  protected:
   // Table t with family f, mounted with `mount_args`, and the directories
   // t/r/f made through the mount.
@@ -59,7 +59,13 @@ void PutWebtable(DB* db) {
   ASSERT_TRUE(db->Apply("webtable", m2, WriteOptions()).ok());
 }
 
-TEST_F(ShellTest, ListsAndReadsWhatTheApiWrote) {
+// Run over the engine and over the memory store (OverStores).
+using ShellTest = OverStores<ShellFixture>;
+// Tests that need the engine: the API before mounting, or a remount that
+// finds the data again.
+using ShellEngineTest = ShellFixture;
+
+TEST_F(ShellEngineTest, ListsAndReadsWhatTheApiWrote) {
   {
     auto db = OpenDb();
     ASSERT_NE(db, nullptr);
@@ -102,7 +108,7 @@ TEST_F(ShellTest, ListsAndReadsWhatTheApiWrote) {
   EXPECT_EQ(st.st_nlink, 1u);
 }
 
-TEST_F(ShellTest, FromAnEmptyMountToCells) {
+TEST_F(ShellEngineTest, FromAnEmptyMountToCells) {
   Mount();
   ShOk("mkdir t && touch .schema/t/f && mkdir -p t/r1/f");
   ShOk("echo hello > t/r1/f/q");
@@ -124,7 +130,7 @@ TEST_F(ShellTest, FromAnEmptyMountToCells) {
   EXPECT_EQ(ShOk("cat t/r1/f/q t/r1/f/a%2Fb t/r1/f/%"), "new\nx\ny\n");
 }
 
-TEST_F(ShellTest, RefusalsCarryTheDesignedErrno) {
+TEST_P(ShellTest, RefusalsCarryTheDesignedErrno) {
   MountTableWithRow();
   ShOk("echo v > t/r/f/q");
   auto err = [&](int rc) { return rc == 0 ? 0 : errno; };
@@ -160,7 +166,7 @@ TEST_F(ShellTest, RefusalsCarryTheDesignedErrno) {
   EXPECT_EQ(ShOk("ls t/r/f"), "q\n");
 }
 
-TEST_F(ShellTest, RmMvAndDirectoriesBehaveAsOnALocalDisk) {
+TEST_P(ShellTest, RmMvAndDirectoriesBehaveAsOnALocalDisk) {
   CreateTable("t", {"f", "g"});
   Mount();
   ShOk("mkdir -p t/r/f t/r/g t/s/f && echo 1 > t/r/f/a && echo 2 > t/r/f/b");
@@ -197,7 +203,7 @@ TEST_F(ShellTest, RmMvAndDirectoriesBehaveAsOnALocalDisk) {
   EXPECT_EQ(ShOk("ls"), "");
 }
 
-TEST_F(ShellTest, RowMadeByMkdirIsGoneAfterRemount) {
+TEST_F(ShellEngineTest, RowMadeByMkdirIsGoneAfterRemount) {
   CreateTable("t", {"f"});
   Mount();
   ShOk("mkdir t/empty && mkdir -p t/full/f && echo x > t/full/f/q");
@@ -207,7 +213,7 @@ TEST_F(ShellTest, RowMadeByMkdirIsGoneAfterRemount) {
   EXPECT_EQ(ShOk("ls t"), "full\n");
 }
 
-TEST_F(ShellTest, DdWithSeeksAndTruncate) {
+TEST_P(ShellTest, DdWithSeeksAndTruncate) {
   MountTableWithRow();
   ShOk("printf 0123456789 > t/r/f/q");
   ShOk("printf AB | dd of=t/r/f/q bs=1 seek=3 conv=notrunc status=none");
@@ -229,7 +235,7 @@ TEST_F(ShellTest, DdWithSeeksAndTruncate) {
   EXPECT_EQ(ShOk("cat t/r/f/q"), "0xy");
 }
 
-TEST_F(ShellTest, TouchAndTruncateMakeEmptyCellsThatSurviveRemount) {
+TEST_F(ShellEngineTest, TouchAndTruncateMakeEmptyCellsThatSurviveRemount) {
   MountTableWithRow();
   ShOk("touch t/r/f/a && : > t/r/f/b");
   EXPECT_EQ(ShOk("ls t/r/f"), "a\nb\n");
@@ -239,7 +245,7 @@ TEST_F(ShellTest, TouchAndTruncateMakeEmptyCellsThatSurviveRemount) {
   EXPECT_EQ(ShOk("stat -c %s t/r/f/a t/r/f/b"), "0\n0\n");
 }
 
-TEST_F(ShellTest, TouchOfAnExistingCellMakesNoNewVersion) {
+TEST_F(ShellEngineTest, TouchOfAnExistingCellMakesNoNewVersion) {
   CreateTable("t", {"f"});
   {
     auto db = OpenDb();
@@ -264,7 +270,7 @@ TEST_F(ShellTest, TouchOfAnExistingCellMakesNoNewVersion) {
   EXPECT_EQ(cells[0].value, "new");
 }
 
-TEST_F(ShellTest, VersionNamesWriteExactTimestamps) {
+TEST_P(ShellTest, VersionNamesWriteExactTimestamps) {
   MountTableWithRow();
   ShOk("echo now > t/r/f/q && echo old > t/r/f/q@1000000");
   EXPECT_EQ(ShOk("cat t/r/f/q@1000000"), "old\n");
@@ -274,7 +280,7 @@ TEST_F(ShellTest, VersionNamesWriteExactTimestamps) {
   EXPECT_EQ(ShOk("stat -c %Y t/r/f/q@1000000"), "1\n");
 }
 
-TEST_F(ShellTest, RedirectsOntoNewFilesMakeOneVersion) {
+TEST_F(ShellEngineTest, RedirectsOntoNewFilesMakeOneVersion) {
   MountTableWithRow();
   ShOk("echo a > t/r/f/w && echo b >> t/r/f/x");
   for (const char* q : {"w", "x"}) {
@@ -282,7 +288,7 @@ TEST_F(ShellTest, RedirectsOntoNewFilesMakeOneVersion) {
   }
 }
 
-TEST_F(ShellTest, SedInPlaceKeepsHistory) {
+TEST_F(ShellEngineTest, SedInPlaceKeepsHistory) {
   MountTableWithRow();
   ShOk("echo aaa > t/r/f/q && sed -i s/a/b/ t/r/f/q");
   EXPECT_EQ(ShOk("cat t/r/f/q"), "baa\n");
@@ -291,7 +297,7 @@ TEST_F(ShellTest, SedInPlaceKeepsHistory) {
   EXPECT_EQ(cells[1].value, "aaa\n");
 }
 
-TEST_F(ShellTest, FsyncStatfsAndDf) {
+TEST_P(ShellTest, FsyncStatfsAndDf) {
   MountTableWithRow();
   ShOk("printf abc | dd of=t/r/f/q conv=fsync status=none");
   ShOk("sync t/r/f/q && sync t/r/f");  // fsync and fsyncdir
@@ -302,7 +308,7 @@ TEST_F(ShellTest, FsyncStatfsAndDf) {
   ShOk("df . > /dev/null");
 }
 
-TEST_F(ShellTest, EarlyErrorsComeFromWrite) {
+TEST_F(ShellEngineTest, EarlyErrorsComeFromWrite) {
   MountTableWithRow({"-o", "max_value_bytes=1000"});
   ShOk("echo small > t/r/f/q");
   int fd = open(Path("t/r/f/q").c_str(), O_WRONLY | O_TRUNC);
@@ -327,6 +333,8 @@ TEST_F(ShellTest, EarlyErrorsComeFromWrite) {
   // Deletes still work below the reserve.
   ShOk("rm t/r/f/q");
 }
+
+INSTANTIATE_TEST_SUITE_P(, ShellTest, AllStores(), StoreName);
 
 }  // namespace
 }  // namespace tabletfs::testing

@@ -17,7 +17,7 @@
 namespace tabletfs::testing {
 namespace {
 
-class TreeCopyTest : public MountFixture {
+class TreeCopyFixture : public MountFixture {
  protected:
   // Mounts in the foreground so that the daemon's log lands in log_.
   void MountLogged(const std::vector<std::string>& args = {}) {
@@ -29,7 +29,13 @@ class TreeCopyTest : public MountFixture {
   std::string log_;
 };
 
-TEST_F(TreeCopyTest, RmRecursiveOfASchemaTableDropsTheWholeTable) {
+// Run over the engine and over the memory store (OverStores).
+using TreeCopyTest = OverStores<TreeCopyFixture>;
+// Tests that need the engine: the API before mounting, or a remount that
+// finds the data again.
+using TreeCopyEngineTest = TreeCopyFixture;
+
+TEST_F(TreeCopyEngineTest, RmRecursiveOfASchemaTableDropsTheWholeTable) {
   CreateTable("t", {"a", "b"});
   CreateTable("keep", {"f"});
   Mount();
@@ -53,7 +59,7 @@ TEST_F(TreeCopyTest, RmRecursiveOfASchemaTableDropsTheWholeTable) {
   EXPECT_EQ(ShOk("ls .schema/t2"), "f\n");
 }
 
-TEST_F(TreeCopyTest, UnknownFamilyLogNamesTheSchemaFileAndTheOption) {
+TEST_P(TreeCopyTest, UnknownFamilyLogNamesTheSchemaFileAndTheOption) {
   CreateTable("t", {"f"});
   MountLogged();
   std::string out;
@@ -65,7 +71,7 @@ TEST_F(TreeCopyTest, UnknownFamilyLogNamesTheSchemaFileAndTheOption) {
   EXPECT_NE(log.find("-o auto_families"), std::string::npos) << log;
 }
 
-TEST_F(TreeCopyTest, AutoFamiliesLetCpACopyATableTree) {
+TEST_P(TreeCopyTest, AutoFamiliesLetCpACopyATableTree) {
   const std::string src = tmp() + "/src";
   ASSERT_EQ(system(("mkdir -p " + src + "/t/r1/fa " + src + "/t/r1/fb " +
                     src + "/t/r2/fa && echo one > " + src +
@@ -89,7 +95,7 @@ TEST_F(TreeCopyTest, AutoFamiliesLetCpACopyATableTree) {
   EXPECT_EQ(st.st_mtime, 1767225600);
 }
 
-TEST_F(TreeCopyTest, RefusalLogLinesNameThePath) {
+TEST_P(TreeCopyTest, RefusalLogLinesNameThePath) {
   CreateTable("t", {"f"});
   MountLogged({"-o", "max_value_bytes=1000"});
   ShOk("mkdir -p t/r/f && echo v > t/r/f/q");
@@ -111,7 +117,7 @@ TEST_F(TreeCopyTest, RefusalLogLinesNameThePath) {
   EXPECT_NE(log.find("-o max_value_bytes=N"), std::string::npos) << log;
 }
 
-TEST_F(TreeCopyTest, HashedRowNamesCannotBeCopiedBackAndSaySo) {
+TEST_F(TreeCopyEngineTest, HashedRowNamesCannotBeCopiedBackAndSaySo) {
   CreateTable("t", {"f"});
   CreateTable("t2", {"f"});
   const std::string long_key(300, 'k');
@@ -147,7 +153,7 @@ TEST_F(TreeCopyTest, HashedRowNamesCannotBeCopiedBackAndSaySo) {
 // same (rsync -a sets every directory's), else the newest commit time of
 // its cells. So a second rsync itemizes no row or family (it itemized
 // `.d..t` for each on every run), and stat and ls -l agree.
-TEST_F(TreeCopyTest, DirectoryMtimesSurviveASecondRsync) {
+TEST_F(TreeCopyEngineTest, DirectoryMtimesSurviveASecondRsync) {
   const std::string src = tmp() + "/src";
   ASSERT_EQ(system(("mkdir -p " + src + "/r1/fa " + src + "/r1/fb " + src +
                     "/r2/fa && echo one > " + src + "/r1/fa/q1 && echo two > " +
@@ -192,6 +198,8 @@ TEST_F(TreeCopyTest, DirectoryMtimesSurviveASecondRsync) {
   EXPECT_EQ(ShOk("ls -l --time-style=+%s t | awk 'NR>1{print $6}'"),
             "1600000000\n1600000000\n" + r3);
 }
+
+INSTANTIATE_TEST_SUITE_P(, TreeCopyTest, AllStores(), StoreName);
 
 }  // namespace
 }  // namespace tabletfs::testing

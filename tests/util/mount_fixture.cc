@@ -79,7 +79,45 @@ void MountFixture::TearDown() {
   RunProgram({"rm", "-rf", tmp_});
 }
 
+std::string StoreName(const ::testing::TestParamInfo<MountStore>& info) {
+  return info.param == MountStore::kMemory ? "memory" : "engine";
+}
+
+std::vector<std::string> MountFixture::StoreArgs(
+    const std::vector<std::string>& extra) {
+  std::vector<std::string> args = extra;
+  if (store_ == MountStore::kMemory) {
+    args.insert(args.begin(), {"-o", "store=memory"});
+  }
+  return args;
+}
+
+void MountFixture::RunPendingSeeds() {
+  std::vector<std::string> seeds;
+  seeds.swap(pending_seeds_);
+  for (const std::string& cmd : seeds) ShOk(cmd);
+}
+
+namespace {
+
+// `text` quoted for /bin/sh.
+std::string Quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+}  // namespace
+
 std::unique_ptr<DB> MountFixture::OpenDb() {
+  EXPECT_EQ(store_, MountStore::kEngine) << "OpenDb needs the engine";
+  if (store_ != MountStore::kEngine) return nullptr;
   Options options;
   auto db = DB::Open(options, datadir_);
   EXPECT_TRUE(db.ok()) << db.status().ToString();
@@ -89,6 +127,15 @@ std::unique_ptr<DB> MountFixture::OpenDb() {
 
 void MountFixture::CreateTable(const std::string& table,
                                const std::vector<std::string>& families) {
+  if (store_ == MountStore::kMemory) {
+    std::string cmd = "mkdir " + Quoted(table);
+    for (const std::string& f : families) {
+      cmd += " && touch " + Quoted(".schema/" + table + "/" + f);
+    }
+    pending_seeds_.push_back(cmd);
+    if (mounted_) RunPendingSeeds();
+    return;
+  }
   auto db = OpenDb();
   ASSERT_NE(db, nullptr);
   ASSERT_TRUE(db->CreateTable(table).ok());
@@ -97,9 +144,34 @@ void MountFixture::CreateTable(const std::string& table,
   }
 }
 
+void MountFixture::PutCells(const std::string& table,
+                            const std::vector<SeedCell>& cells) {
+  if (store_ == MountStore::kMemory) {
+    std::string cmd = "true";
+    for (const SeedCell& c : cells) {
+      std::string dir = table + "/" + c.row + "/" + c.family;
+      cmd += " && mkdir -p " + Quoted(dir) + " && printf %s " +
+             Quoted(c.value) + " > " +
+             Quoted(dir + "/" + c.qualifier + "@" +
+                    std::to_string(c.timestamp));
+    }
+    pending_seeds_.push_back(cmd);
+    if (mounted_) RunPendingSeeds();
+    return;
+  }
+  auto db = OpenDb();
+  ASSERT_NE(db, nullptr);
+  for (const SeedCell& c : cells) {
+    RowMutation m(c.row);
+    m.SetCell(c.family, c.qualifier, c.timestamp, c.value);
+    ASSERT_TRUE(db->Apply(table, m, WriteOptions()).ok());
+  }
+}
+
 int MountFixture::TryMount(const std::vector<std::string>& extra_args) {
   std::vector<std::string> argv = {TabletfsBinary()};
-  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  std::vector<std::string> extra = StoreArgs(extra_args);
+  argv.insert(argv.end(), extra.begin(), extra.end());
   argv.push_back(datadir_);
   argv.push_back(mnt_);
   int rc = RunProgram(argv);
@@ -109,6 +181,7 @@ int MountFixture::TryMount(const std::vector<std::string>& extra_args) {
   long pid = -1;
   pid_file >> pid;
   daemon_pid_ = static_cast<pid_t>(pid);
+  RunPendingSeeds();
   return 0;
 }
 
@@ -116,7 +189,8 @@ int MountFixture::TryMountForeground(const std::vector<std::string>& extra_args,
                                      const std::vector<std::string>& env,
                                      const std::string& log) {
   std::vector<std::string> argv = {TabletfsBinary(), "-f"};
-  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  std::vector<std::string> extra = StoreArgs(extra_args);
+  argv.insert(argv.end(), extra.begin(), extra.end());
   argv.push_back(datadir_);
   argv.push_back(mnt_);
   pid_t pid = fork();
@@ -138,6 +212,7 @@ int MountFixture::TryMountForeground(const std::vector<std::string>& extra_args,
       mounted_ = true;
       daemon_pid_ = pid;
       daemon_is_child_ = true;
+      RunPendingSeeds();
       return 0;
     }
     int status = 0;

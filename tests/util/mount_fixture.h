@@ -3,6 +3,19 @@
 // TearDown, also when the test failed. Data can be put in the store through
 // the C++ API before mounting (faster than the shell for big trees).
 //
+// The daemon serves the engine by default, or the reference implementation
+// in memory (-o store=memory). OverStores<Fixture> runs a fixture's TEST_Ps
+// once over each, the same bodies:
+//
+//   class ViewsFixture : public MountFixture { ... };
+//   using ViewsTest = OverStores<ViewsFixture>;
+//   TEST_P(ViewsTest, ...) { CreateTable(...); PutCells(...); Mount(); ... }
+//   INSTANTIATE_TEST_SUITE_P(, ViewsTest, AllStores(), StoreName);
+//
+// Over the memory store CreateTable and PutCells go through the mount once
+// it is up (mkdir, touch .schema/T/F, printf > ROW/FAMILY/QUALIFIER@TS);
+// OpenDb() and remounts that expect the data back are the engine's only.
+//
 // Thread safety: one test thread drives a fixture; Sh() may run commands
 // that run in parallel themselves.
 #ifndef TABLETFS_TESTS_UTIL_MOUNT_FIXTURE_H_
@@ -19,16 +32,36 @@
 
 namespace tabletfs::testing {
 
+// What the daemon mounts.
+enum class MountStore { kEngine, kMemory };
+
+// One version of one cell, to seed a store with (PutCells).
+struct SeedCell {
+  std::string row, family, qualifier;
+  int64_t timestamp;
+  std::string value;
+};
+
 class MountFixture : public ::testing::Test {
  protected:
   void SetUp() override;
   void TearDown() override;
 
+  MountStore store() const { return store_; }
+  // Before the first Mount().
+  void set_store(MountStore store) { store_ = store; }
+
   // Opens the store of datadir() (not while mounted: the lock is held).
+  // REQUIRES: store() == kEngine.
   std::unique_ptr<DB> OpenDb();
-  // Creates `table` with `families` through the API (not while mounted).
+  // Creates `table` with `families`: through the API (engine, not while
+  // mounted), or through the mount (memory: at once when mounted, else
+  // right after the next Mount()).
   void CreateTable(const std::string& table,
                    const std::vector<std::string>& families);
+  // Writes `cells` into `table` as CreateTable does. Names must be plain
+  // (shown as they are: no '/', '@', '%', leading '.'), values short.
+  void PutCells(const std::string& table, const std::vector<SeedCell>& cells);
 
   // Runs the daemon (in the background, as a user would) and waits for its
   // exit code: 0 means mounted. Extra arguments go before DATADIR.
@@ -68,7 +101,13 @@ class MountFixture : public ::testing::Test {
 
  private:
   void WaitForDaemonExit();
+  // The extra arguments of a mount of store_.
+  std::vector<std::string> StoreArgs(const std::vector<std::string>& extra);
+  // Memory store: runs the seeding deferred until the mount was up.
+  void RunPendingSeeds();
 
+  MountStore store_ = MountStore::kEngine;
+  std::vector<std::string> pending_seeds_;  // shell commands
   std::string tmp_;
   std::string datadir_;
   std::string mnt_;
@@ -79,6 +118,21 @@ class MountFixture : public ::testing::Test {
 
 // The daemon binary the tests run.
 std::string TabletfsBinary();
+
+// Runs `Fixture`'s TEST_Ps over the store of the test's parameter.
+template <class Fixture>
+class OverStores : public Fixture,
+                   public ::testing::WithParamInterface<MountStore> {
+ protected:
+  OverStores() { this->set_store(this->GetParam()); }
+};
+
+inline auto AllStores() {
+  return ::testing::Values(MountStore::kEngine, MountStore::kMemory);
+}
+
+// "engine" / "memory": the suffix of each parameterised test's name.
+std::string StoreName(const ::testing::TestParamInfo<MountStore>& info);
 
 }  // namespace tabletfs::testing
 

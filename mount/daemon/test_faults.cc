@@ -1,5 +1,6 @@
 #include "mount/daemon/test_faults.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -31,6 +33,17 @@ bool ParseOp(const std::string& name, FaultOp* op) {
     }
   }
   return false;
+}
+
+// A decimal byte count, all digits.
+bool ParseBytes(const std::string& text, uint64_t* out) {
+  if (text.empty() ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  errno = 0;
+  *out = std::strtoull(text.c_str(), nullptr, 10);
+  return errno == 0;
 }
 
 sigset_t Usr2() {
@@ -83,6 +96,7 @@ Status TestFaults::Apply(const std::string& text, FaultInjectionEnv* env,
                          std::string* summary, bool* power_cut) {
   env->ClearFaults();
   bool cut = false;
+  std::optional<uint64_t> disk_size;
   struct Rule {
     FaultOp op;
     bool nospace;
@@ -103,6 +117,16 @@ Status TestFaults::Apply(const std::string& text, FaultInjectionEnv* env,
     if (w.empty()) continue;
     if (w.size() == 1 && w[0] == "powercut") {
       cut = true;
+      continue;
+    }
+    if (w[0] == "disksize") {
+      uint64_t bytes = 0;
+      if (w.size() != 2 || !ParseBytes(w[1], &bytes)) {
+        return Status::InvalidArgument("line " + std::to_string(number) +
+                                       ": \"" + line +
+                                       "\" is not disksize BYTES");
+      }
+      disk_size = bytes;
       continue;
     }
     Rule rule{FaultOp::kRead, false, ""};
@@ -131,6 +155,11 @@ Status TestFaults::Apply(const std::string& text, FaultInjectionEnv* env,
     if (rule.nospace) summary->append("nospace ");
     summary->append(FaultOpName(rule.op));
     if (!rule.target.empty()) summary->append(" " + rule.target);
+  }
+  if (disk_size.has_value()) {
+    env->SetDiskSize(*disk_size);
+    if (!summary->empty()) summary->append(", ");
+    summary->append("disksize " + std::to_string(*disk_size));
   }
   if (cut) summary->append(summary->empty() ? "powercut" : ", powercut");
   if (summary->empty()) *summary = "none";

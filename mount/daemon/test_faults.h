@@ -11,6 +11,11 @@
 // ignored; a missing file means no faults):
 //   OP [TARGET]          every call of OP fails with IOError
 //   nospace OP [TARGET]  every call of OP fails with NoSpace
+//   disksize BYTES       the filesystem's size as the store sees it
+//                        (Env::GetDiskSize) from now on; the store reads
+//                        it once, when it opens, to size its default space
+//                        reserve, so this belongs in the file before the
+//                        mount. A later load without the line keeps it.
 //   powercut             a power cut, at once: every later write fails,
 //                        every byte and directory entry not yet synced is
 //                        dropped from the data directory (as the page

@@ -20,6 +20,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "mount/daemon/test_faults.h"
+#include "store/fault_env.h"
 #include "store/row_mutation.h"
 #include "tests/util/mount_fixture.h"
 
@@ -316,6 +318,80 @@ TEST_F(IoErrorTest, WriteFaultIsEioFromCloseThenFromWrite) {
   EXPECT_FALSE(Contains(listing, "failed")) << listing;
   std::cout << "append faults injected: " << final_["append.injected"]
             << std::endl;
+}
+
+// Issue 14 items 1 and 8 for EIO: the open, dup, close-the-original
+// pattern (Python's os.dup then os.close) stores nothing when the commit
+// at the dup's close fails (a failed log append), nor when the dup's
+// write() is refused because of that sticky failure: no name, no version,
+// also after a remount without faults.
+TEST_F(IoErrorTest, RefusedWritesThroughADupStoreNothing) {
+  Seed(4);
+  MountWithFaults();
+  WriteAcked("t/r0/f/old", 300);
+  auto dup_pattern = [&](const std::string& rel, int* write_err,
+                         int* close_err) {
+    int fd = open(Path(rel).c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0) << rel << ": " << strerror(errno);
+    int dup_fd = dup(fd);
+    ASSERT_GE(dup_fd, 0);
+    ASSERT_EQ(close(fd), 0) << strerror(errno);
+    const std::string v = Content(rel, 5000);
+    *write_err = write(dup_fd, v.data(), v.size()) < 0 ? errno : 0;
+    *close_err = close(dup_fd) != 0 ? errno : 0;
+  };
+  SetFaults("append\n");
+  int write_err = 0, close_err = 0;
+  // The write is buffered; the commit at the last close fails.
+  dup_pattern("t/r0/f/dupclose", &write_err, &close_err);
+  EXPECT_EQ(write_err, 0) << strerror(write_err);
+  EXPECT_EQ(close_err, EIO) << strerror(close_err);
+  // The failure is sticky: the next write() is refused.
+  dup_pattern("t/r0/f/dupwrite", &write_err, &close_err);
+  EXPECT_EQ(write_err, EIO) << strerror(write_err);
+  EXPECT_EQ(close_err, 0) << strerror(close_err);
+  auto expect_nothing_kept = [&] {
+    std::string listing = ShOk("ls t/r0/f");
+    EXPECT_FALSE(Contains(listing, "dup")) << listing;
+    std::string versions = ShOk("ls .versions/t/r0/f");
+    EXPECT_FALSE(Contains(versions, "dup")) << versions;
+    EXPECT_TRUE(Contains(versions, "old@")) << versions;
+    EXPECT_NE(access(Path("t/r0/f/dupclose").c_str(), F_OK), 0);
+    EXPECT_NE(access(Path("t/r0/f/dupwrite").c_str(), F_OK), 0);
+  };
+  expect_nothing_kept();
+  RemountCleanAndCheck();
+  EXPECT_EQ(final_["append.injected"], 1u);
+  Mount();
+  expect_nothing_kept();
+}
+
+// Issue 15: a data directory on a filesystem that reports no size (the
+// hook's `disksize 0`; some network and FUSE filesystems report zero
+// blocks) gets no default space reserve, so writes are not refused; the
+// log says why.
+TEST_F(IoErrorTest, AFilesystemReportingNoSizeDoesNotRefuseWrites) {
+  CreateTable("t", {"f"});
+  WriteFile(control_, "disksize 0\n");
+  MountWithFaults();
+  EXPECT_TRUE(Contains(Log(), "test hook: faults now: disksize 0")) << Log();
+  EXPECT_TRUE(Contains(Log(), "the filesystem reports no size")) << Log();
+  EXPECT_TRUE(Contains(Stats(), "space_reserve_bytes 0\n")) << Stats();
+  ShOk("mkdir -p t/r0/f");
+  for (int i = 0; i < 5; i++) WriteAcked("t/r0/f/c" + std::to_string(i), 1000);
+  WriteAcked("t/r0/f/big", 2u << 20);
+  RemountCleanAndCheck();
+  // A bad size is refused like any bad rule.
+  std::string summary;
+  FaultInjectionEnv env(Env::Default());
+  EXPECT_FALSE(daemon::TestFaults::Apply("disksize -1\n", &env, &summary).ok());
+  EXPECT_FALSE(daemon::TestFaults::Apply("disksize\n", &env, &summary).ok());
+  ASSERT_TRUE(
+      daemon::TestFaults::Apply("disksize 4096\n", &env, &summary).ok());
+  EXPECT_EQ(summary, "disksize 4096");
+  auto size = env.GetDiskSize("/");
+  ASSERT_TRUE(size.ok());
+  EXPECT_EQ(*size, 4096u);
 }
 
 // A failed log sync: fsync() answers EIO, and the store refuses writes

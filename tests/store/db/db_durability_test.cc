@@ -825,16 +825,32 @@ TEST(DBDurabilityTest, CommitThreadRacesWritersAndLogSwitches) {
 // One operation of the prefix workload, numbered from 1 in the order they
 // were acknowledged.
 struct Op {
-  enum Kind { kPut, kDelete, kCreateTable, kCreateFamily } kind;
-  std::string table;  // kPut, kDelete: "t" or "u"; kCreateTable: its name
+  enum Kind {
+    kPut,
+    kDelete,
+    kDeleteRow,
+    kCreateTable,
+    kDeleteTable,
+    kCreateFamily,
+    kUpdateFamily,
+    kDeleteFamily,
+  } kind;
+  std::string table;  // cells: "t" or "u"; tables: the table's name
   std::string row;
-  std::string name;  // qualifier (kPut, kDelete), family (kCreateFamily)
+  std::string name;    // qualifier (kPut, kDelete), family (families, in "t")
+  uint32_t owner = 0;  // kUpdateFamily: the owner_uid it sets
 };
+
+bool IsFamilyOp(const Op& op) {
+  return op.kind == Op::kCreateFamily || op.kind == Op::kUpdateFamily ||
+         op.kind == Op::kDeleteFamily;
+}
 
 // What a database shows of the workload's operations.
 struct Observed {
   std::set<std::string> cells;  // "table/row/qualifier"
   std::set<std::string> schema;  // "table" and "t:family"
+  std::map<std::string, uint32_t> owners;  // "t:family" -> owner_uid
   bool operator==(const Observed&) const = default;
 };
 
@@ -850,11 +866,27 @@ Observed Replay(const std::vector<Op>& ops, size_t n) {
       case Op::kDelete:
         o.cells.erase(cell);
         break;
+      case Op::kDeleteRow:
+        std::erase_if(o.cells, [&](const std::string& c) {
+          return c.starts_with(op.table + "/" + op.row + "/");
+        });
+        break;
       case Op::kCreateTable:
         o.schema.insert(op.table);
         break;
+      case Op::kDeleteTable:
+        o.schema.erase(op.table);
+        break;
       case Op::kCreateFamily:
         o.schema.insert("t:" + op.name);
+        o.owners["t:" + op.name] = 0;
+        break;
+      case Op::kUpdateFamily:
+        o.owners["t:" + op.name] = op.owner;
+        break;
+      case Op::kDeleteFamily:
+        o.schema.erase("t:" + op.name);
+        o.owners.erase("t:" + op.name);
         break;
     }
   }
@@ -864,12 +896,16 @@ Observed Replay(const std::vector<Op>& ops, size_t n) {
 Observed Observe(DB* db, const std::vector<Op>& ops) {
   Observed o;
   for (const Op& op : ops) {
-    if (op.kind == Op::kCreateTable) {
+    if (op.kind == Op::kCreateTable || op.kind == Op::kDeleteTable) {
       auto families = db->ListFamilies(op.table);
       if (families.ok()) o.schema.insert(op.table);
-    } else if (op.kind == Op::kCreateFamily) {
-      if (db->GetFamily("t", op.name).ok()) o.schema.insert("t:" + op.name);
-    } else {
+    } else if (IsFamilyOp(op)) {
+      auto settings = db->GetFamily("t", op.name);
+      if (settings.ok()) {
+        o.schema.insert("t:" + op.name);
+        o.owners["t:" + op.name] = settings->owner_uid;
+      }
+    } else if (op.kind != Op::kDeleteRow) {
       auto cells = db->ReadCell(op.table, op.row, "f", op.name, ReadOptions());
       EXPECT_TRUE(cells.ok()) << cells.status().ToString();
       if (cells.ok() && !cells->empty()) {
@@ -880,8 +916,10 @@ Observed Observe(DB* db, const std::vector<Op>& ops) {
   return o;
 }
 
-// Random writes to two tables of several tablets, deletes, schema changes,
-// flushes (which split tablets), synced writes and commits, then a power cut
+// Random writes to two tables of several tablets, deletes of cells and
+// rows, schema changes (tables created and deleted, families created,
+// updated and deleted), flushes (which split tablets), synced writes and
+// commits, then a power cut
 // at a random point: what survives must be the state after some prefix of
 // the operations, and that prefix must hold everything acknowledged before
 // the last commit.
@@ -911,15 +949,42 @@ TEST(DBDurabilityTest, APowerCutKeepsAPrefixOfTheCommittedOperations) {
     std::vector<Op> ops;
     size_t committed = 0;  // ops acknowledged before the last commit
     const int n = 20 + static_cast<int>(rng() % 230);
+    std::vector<std::string> tables, families;  // live x* tables, g* families
+    auto take = [&rng](std::vector<std::string>* names) {
+      const size_t k = rng() % names->size();
+      std::string name = (*names)[k];
+      names->erase(names->begin() + static_cast<ptrdiff_t>(k));
+      return name;
+    };
     for (int i = 0; i < n; ++i) {
       const std::string id = std::to_string(ops.size() + 1);
       Op op;
       if (one_in(25)) {
         op = {Op::kCreateTable, "x" + id, "", ""};
         ASSERT_TRUE(db->CreateTable(op.table).ok());
+        tables.push_back(op.table);
       } else if (one_in(25)) {
         op = {Op::kCreateFamily, "t", "", "g" + id};
         ASSERT_TRUE(db->CreateFamily("t", op.name, FamilySettings()).ok());
+        families.push_back(op.name);
+      } else if (one_in(30) && !tables.empty()) {
+        op = {Op::kDeleteTable, take(&tables), "", ""};
+        ASSERT_TRUE(db->DeleteTable(op.table).ok());
+      } else if (one_in(30) && !families.empty()) {
+        op = {Op::kDeleteFamily, "t", "", take(&families)};
+        ASSERT_TRUE(db->DeleteFamily("t", op.name).ok());
+      } else if (one_in(20) && !families.empty()) {
+        FamilySettings settings;
+        settings.owner_uid = static_cast<uint32_t>(ops.size() + 1);
+        op = {Op::kUpdateFamily, "t", "", families[rng() % families.size()],
+              settings.owner_uid};
+        ASSERT_TRUE(db->UpdateFamily("t", op.name, settings).ok());
+      } else if (one_in(30)) {
+        op = {Op::kDeleteRow, one_in(3) ? "u" : "t",
+              "row" + std::to_string(rng() % 40), ""};
+        RowMutation m(op.row);
+        m.DeleteRow();
+        ASSERT_TRUE(db->Apply(op.table, m, WriteOptions()).ok());
       } else if (one_in(6) && !ops.empty()) {
         const Op& victim = ops[rng() % ops.size()];
         if (victim.kind != Op::kPut) continue;
@@ -939,7 +1004,8 @@ TEST(DBDurabilityTest, APowerCutKeepsAPrefixOfTheCommittedOperations) {
       }
       ops.push_back(op);
       // A schema change syncs the log before its manifest edit.
-      if (op.kind == Op::kCreateTable || op.kind == Op::kCreateFamily) {
+      if (op.kind == Op::kCreateTable || op.kind == Op::kDeleteTable ||
+          IsFamilyOp(op)) {
         committed = ops.size();
       }
       if (one_in(10)) {

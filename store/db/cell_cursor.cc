@@ -117,9 +117,7 @@ void CellCursor::Next() {
 }
 
 void CellCursor::NextColumn() {
-  skip_.assign(cell_prefix_);
-  skip_.push_back('\x03');
-  SkipForward(skip_);
+  SkipCell();
   FindNext();
 }
 
@@ -135,147 +133,167 @@ void CellCursor::NextRow() {
   FindNext();
 }
 
+// FindNext walks keys until one is a version the read returns. Each key
+// passes the steps below in turn, each entering (or skipping) its scope: the
+// row, the family, the cell, and last the version itself. A step answers
+// kOn (the next step takes this key), kMoved (the iterator moved: start
+// again at the key it is on now), kEmit or kEnd.
 void CellCursor::FindNext() {
   valid_ = false;
   ParsedKey p;
   while (iter_->Valid()) {
-    std::string_view key = iter_->key();
-    if (!options_.stop_key.empty() && key >= options_.stop_key) break;
-    if (!ParseInternalKey(key, &p)) {
-      status_ = Status::Corruption("malformed internal key",
-                                   "in table " + table_->name);
-      valid_ = false;
+    Step step = ParseKey(&p);
+    if (step == Step::kOn) step = EnterRow(p);
+    if (step == Step::kOn) step = EnterFamily(p);
+    if (step == Step::kOn) step = EnterCell(p);
+    if (step == Step::kOn) step = VisitVersion(p);
+    if (step == Step::kEmit) {
+      valid_ = true;
       return;
     }
-    if (p.table_id != table_->id) break;
-
-    if (row_prefix_.empty() || p.row_prefix != row_prefix_) {
-      UnescapeTo(p.row_enc, &next_row_);
-      const std::string& row = next_row_;
-      if (!options_.end_row.empty() && row >= options_.end_row) break;
-      if (!options_.prefix.empty()) {
-        if (row < options_.prefix) {
-          SkipForward(RowPrefix(table_->id, options_.prefix));
-          continue;
-        }
-        if (row.compare(0, options_.prefix.size(), options_.prefix) != 0) break;
-      }
-      if (row < options_.start_row) {
-        SkipForward(RowPrefix(table_->id, options_.start_row));
-        continue;
-      }
-      if (has_target_ && p.row_prefix != target_row_prefix_)
-        has_target_ = false;
-      row_prefix_.assign(p.row_prefix);
-      row_.swap(next_row_);
-      row_del_ = 0;
-      in_family_ = false;
-      in_cell_ = false;
-    }
-
-    if (p.section == KeySection::kRowMarker) {
-      if (p.seq <= options_.view_seq) row_del_ = std::max(row_del_, p.seq);
-      iter_->Next();
-      continue;
-    }
-
-    if (!in_family_ || p.family_id != family_id_) {
-      if (has_target_ && p.family_id < target_family_) {
-        SkipForward(FamilyKey(target_family_, 0));
-        continue;
-      }
-      if (has_target_ && p.family_id > target_family_) has_target_ = false;
-      in_family_ = true;
-      in_cell_ = false;
-      family_id_ = p.family_id;
-      family_ = table_->FindFamilyById(p.family_id);
-      family_del_ = row_del_;
-      if (family_ == nullptr ||
-          !FamilyWanted(p.family_id, &family_all_columns_)) {
-        // A dropped family (its data awaits compaction) or one the read
-        // does not want.
-        SkipForward(FamilyKey(p.family_id, '\x03'));
-        continue;
-      }
-    }
-
-    if (p.section == KeySection::kFamilyMarker) {
-      if (p.seq <= options_.view_seq)
-        family_del_ = std::max(family_del_, p.seq);
-      iter_->Next();
-      continue;
-    }
-
-    if (!in_cell_ || p.cell_prefix != cell_prefix_) {
-      UnescapeTo(p.qualifier_enc, &next_qual_);
-      if (has_target_) {
-        // Here p.family_id == target_family_.
-        if (next_qual_ < target_qualifier_) {
-          FamilyKey(target_family_, '\x02');
-          AppendEscaped(&skip_, target_qualifier_);
-          has_target_ = false;
-          SkipForward(skip_);
-          continue;
-        }
-        has_target_ = false;
-      }
-      in_cell_ = true;
-      cell_prefix_.assign(p.cell_prefix);
-      qualifier_.swap(next_qual_);
-      cell_del_ = family_del_;
-      ranks_.clear();
-      emitted_ = 0;
-      have_last_ts_ = false;
-      if (!ColumnWanted()) {
-        skip_.assign(cell_prefix_);
-        skip_.push_back('\x03');
-        SkipForward(skip_);
-        continue;
-      }
-    }
-
-    if (p.section == KeySection::kCellMarker) {
-      if (p.seq <= options_.view_seq) cell_del_ = std::max(cell_del_, p.seq);
-      iter_->Next();
-      continue;
-    }
-
-    // A version entry.
-    if (p.seq > options_.view_seq ||
-        (have_last_ts_ && p.timestamp == last_ts_)) {
-      // Newer than the view, or an older write at a timestamp whose newest
-      // visible entry already decided it.
-      iter_->Next();
-      continue;
-    }
-    have_last_ts_ = true;
-    last_ts_ = p.timestamp;
-    if (p.seq <= cell_del_ || p.kind == EntryKind::kDeleteVersion) {
-      iter_->Next();
-      continue;
-    }
-    if (family_->CollectsNext(p.seq, options_.epoch_view_seq,
-                              options_.now_micros - p.timestamp, &ranks_)) {
-      iter_->Next();
-      continue;
-    }
-    if (options_.at.has_value() && p.timestamp > *options_.at) {
-      iter_->Next();
-      continue;
-    }
-    if (options_.max_versions != 0 && emitted_ >= options_.max_versions) {
-      skip_.assign(cell_prefix_);
-      skip_.push_back('\x03');
-      SkipForward(skip_);
-      continue;
-    }
-    ++emitted_;
-    timestamp_ = p.timestamp;
-    kind_ = p.kind;
-    valid_ = true;
-    return;
+    if (step == Step::kEnd) break;
   }
   Finish();
+}
+
+CellCursor::Step CellCursor::ParseKey(ParsedKey* p) {
+  std::string_view key = iter_->key();
+  if (!options_.stop_key.empty() && key >= options_.stop_key) {
+    return Step::kEnd;
+  }
+  if (!ParseInternalKey(key, p)) {
+    status_ =
+        Status::Corruption("malformed internal key", "in table " + table_->name);
+    return Step::kEnd;
+  }
+  return p->table_id == table_->id ? Step::kOn : Step::kEnd;
+}
+
+bool CellCursor::TakeMarker(const ParsedKey& p, KeySection section,
+                            uint64_t* del) {
+  if (p.section != section) return false;
+  if (p.seq <= options_.view_seq) *del = std::max(*del, p.seq);
+  iter_->Next();
+  return true;
+}
+
+CellCursor::Step CellCursor::EnterRow(const ParsedKey& p) {
+  if (row_prefix_.empty() || p.row_prefix != row_prefix_) {
+    UnescapeTo(p.row_enc, &next_row_);
+    const std::string& row = next_row_;
+    if (!options_.end_row.empty() && row >= options_.end_row) {
+      return Step::kEnd;
+    }
+    if (!options_.prefix.empty()) {
+      if (row < options_.prefix) {
+        SkipForward(RowPrefix(table_->id, options_.prefix));
+        return Step::kMoved;
+      }
+      if (row.compare(0, options_.prefix.size(), options_.prefix) != 0) {
+        return Step::kEnd;
+      }
+    }
+    if (row < options_.start_row) {
+      SkipForward(RowPrefix(table_->id, options_.start_row));
+      return Step::kMoved;
+    }
+    if (has_target_ && p.row_prefix != target_row_prefix_) has_target_ = false;
+    row_prefix_.assign(p.row_prefix);
+    row_.swap(next_row_);
+    row_del_ = 0;
+    in_family_ = false;
+    in_cell_ = false;
+  }
+  return TakeMarker(p, KeySection::kRowMarker, &row_del_) ? Step::kMoved
+                                                          : Step::kOn;
+}
+
+CellCursor::Step CellCursor::EnterFamily(const ParsedKey& p) {
+  if (!in_family_ || p.family_id != family_id_) {
+    if (has_target_ && p.family_id < target_family_) {
+      SkipForward(FamilyKey(target_family_, 0));
+      return Step::kMoved;
+    }
+    if (has_target_ && p.family_id > target_family_) has_target_ = false;
+    in_family_ = true;
+    in_cell_ = false;
+    family_id_ = p.family_id;
+    family_ = table_->FindFamilyById(p.family_id);
+    family_del_ = row_del_;
+    if (family_ == nullptr ||
+        !FamilyWanted(p.family_id, &family_all_columns_)) {
+      // A dropped family (its data awaits compaction) or one the read
+      // does not want.
+      SkipForward(FamilyKey(p.family_id, '\x03'));
+      return Step::kMoved;
+    }
+  }
+  return TakeMarker(p, KeySection::kFamilyMarker, &family_del_) ? Step::kMoved
+                                                                : Step::kOn;
+}
+
+CellCursor::Step CellCursor::EnterCell(const ParsedKey& p) {
+  if (!in_cell_ || p.cell_prefix != cell_prefix_) {
+    UnescapeTo(p.qualifier_enc, &next_qual_);
+    if (has_target_) {
+      // Here p.family_id == target_family_.
+      if (next_qual_ < target_qualifier_) {
+        FamilyKey(target_family_, '\x02');
+        AppendEscaped(&skip_, target_qualifier_);
+        has_target_ = false;
+        SkipForward(skip_);
+        return Step::kMoved;
+      }
+      has_target_ = false;
+    }
+    in_cell_ = true;
+    cell_prefix_.assign(p.cell_prefix);
+    qualifier_.swap(next_qual_);
+    cell_del_ = family_del_;
+    ranks_.clear();
+    emitted_ = 0;
+    have_last_ts_ = false;
+    if (!ColumnWanted()) {
+      SkipCell();
+      return Step::kMoved;
+    }
+  }
+  return TakeMarker(p, KeySection::kCellMarker, &cell_del_) ? Step::kMoved
+                                                            : Step::kOn;
+}
+
+CellCursor::Step CellCursor::VisitVersion(const ParsedKey& p) {
+  if (p.seq > options_.view_seq ||
+      (have_last_ts_ && p.timestamp == last_ts_)) {
+    // Newer than the view, or an older write at a timestamp whose newest
+    // visible entry already decided it.
+    iter_->Next();
+    return Step::kMoved;
+  }
+  have_last_ts_ = true;
+  last_ts_ = p.timestamp;
+  if (p.seq <= cell_del_ || p.kind == EntryKind::kDeleteVersion ||
+      family_->CollectsNext(p.seq, options_.epoch_view_seq,
+                            options_.now_micros - p.timestamp, &ranks_) ||
+      (options_.at.has_value() && p.timestamp > *options_.at)) {
+    // Deleted, collected by the GC policy, or after the read's time T.
+    iter_->Next();
+    return Step::kMoved;
+  }
+  if (options_.max_versions != 0 && emitted_ >= options_.max_versions) {
+    SkipCell();
+    return Step::kMoved;
+  }
+  ++emitted_;
+  timestamp_ = p.timestamp;
+  kind_ = p.kind;
+  return Step::kEmit;
+}
+
+void CellCursor::SkipCell() {
+  skip_.assign(cell_prefix_);
+  skip_.push_back('\x03');
+  SkipForward(skip_);
 }
 
 }  // namespace tabletfs

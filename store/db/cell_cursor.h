@@ -77,7 +77,25 @@ class CellCursor {
   std::string_view raw_value() const { return iter_->value(); }
 
  private:
+  // What one step of FindNext did with the key the iterator is on.
+  enum class Step {
+    kOn,     // the key is in scope: the next step takes it
+    kMoved,  // the key was consumed or skipped: the iterator moved
+    kEmit,   // the key is a version the read returns
+    kEnd,    // the read is over (or failed: status_)
+  };
   void FindNext();
+  // The steps of FindNext, in order (cell_cursor.cc).
+  Step ParseKey(ParsedKey* p);
+  Step EnterRow(const ParsedKey& p);
+  Step EnterFamily(const ParsedKey& p);
+  Step EnterCell(const ParsedKey& p);
+  Step VisitVersion(const ParsedKey& p);
+  // When `p` is a marker of `section`: folds its sequence into *del (what
+  // it hides) and moves past it.
+  bool TakeMarker(const ParsedKey& p, KeySection section, uint64_t* del);
+  // Moves past every remaining entry of the current cell.
+  void SkipCell();
   void SeekIter(const std::string& target);
   void SkipForward(std::string_view target);
   // skip_ = row_prefix_ + 0x02 + be32(family_id) (+ `tail` when not 0).

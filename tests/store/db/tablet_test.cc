@@ -7,7 +7,8 @@
 // threshold is never cut; deletes and compaction merge tablets back;
 // tablets survive a reopen; a dropped table's tablets go with it.
 //
-// Every test compares with a std::map model and prints its seed
+// Every test compares with the reference implementation (store/reference/,
+// the oracle: the same writes, the same reads) and prints its seed
 // (TABLETFS_SEED=<n> reruns one).
 #include <gtest/gtest.h>
 
@@ -27,6 +28,7 @@
 
 #include "store/db.h"
 #include "store/env/mem_env.h"
+#include "store/reference/reference_bigtable.h"
 
 namespace tabletfs {
 namespace {
@@ -69,23 +71,6 @@ struct Entry {
 std::string Show(const Entry& e) {
   return Show(e.row) + "/" + kFamilies[e.family] + ":" + Show(e.qualifier) +
          "=" + Show(e.value.substr(0, 16));
-}
-
-// The model: (row, family, qualifier) -> newest value.
-using Key = std::tuple<std::string, int, std::string>;
-using Model = std::map<Key, std::string>;
-
-std::vector<Entry> ModelScan(const Model& m, const std::string& start,
-                             const std::string& end,
-                             const std::string& prefix = "") {
-  std::vector<Entry> out;
-  for (auto it = m.lower_bound({start, -1, ""}); it != m.end(); ++it) {
-    const auto& [row, family, qualifier] = it->first;
-    if (!end.empty() && row >= end) break;
-    if (!row.starts_with(prefix)) continue;
-    out.push_back({row, family, qualifier, it->second});
-  }
-  return out;
 }
 
 // "<prefix><n>" (a helper: GCC 12 warns, wrongly, on "x" + to_string()).
@@ -148,6 +133,7 @@ class TabletTest : public testing::Test {
       std::lock_guard l(log_mu_);
       log_.emplace_back(line);
     };
+    oracle_ = NewReferenceBigtable(ReferenceOptions());
     Reopen();
     MakeTable();
   }
@@ -159,11 +145,21 @@ class TabletTest : public testing::Test {
     db_ = std::move(*db);
   }
 
+  // The table, in the engine and in the oracle.
   void MakeTable() {
-    ASSERT_TRUE(db_->CreateTable(kTable).ok());
-    for (const auto& f : kFamilies) {
-      ASSERT_TRUE(db_->CreateFamily(kTable, f, FamilySettings()).ok());
+    for (Bigtable* store : {static_cast<Bigtable*>(db_.get()), oracle_.get()}) {
+      ASSERT_TRUE(store->CreateTable(kTable).ok());
+      for (const auto& f : kFamilies) {
+        ASSERT_TRUE(store->CreateFamily(kTable, f, FamilySettings()).ok());
+      }
     }
+  }
+
+  // Next seed: the table dropped and made again, in both.
+  void RemakeTable() {
+    ASSERT_TRUE(db_->DeleteTable(kTable).ok());
+    ASSERT_TRUE(oracle_->DeleteTable(kTable).ok());
+    MakeTable();
   }
 
   void Put(const std::string& row, int family, const std::string& qualifier,
@@ -172,15 +168,14 @@ class TabletTest : public testing::Test {
     m.SetCell(kFamilies[family], qualifier, value);
     auto r = db_->Apply(kTable, m, WriteOptions());
     ASSERT_TRUE(r.ok()) << Show(row) << ": " << r.status().ToString();
-    model_[{row, family, qualifier}] = value;
+    ASSERT_TRUE(oracle_->Apply(kTable, m, WriteOptions()).ok());
   }
 
   void DeleteRow(const std::string& row) {
     RowMutation m(row);
     m.DeleteRow();
     ASSERT_TRUE(db_->Apply(kTable, m, WriteOptions()).ok());
-    model_.erase(model_.lower_bound({row, -1, ""}),
-                 model_.lower_bound({row + '\0', -1, ""}));
+    ASSERT_TRUE(oracle_->Apply(kTable, m, WriteOptions()).ok());
   }
 
   // A value naming its cell, padded to `size` bytes.
@@ -190,18 +185,33 @@ class TabletTest : public testing::Test {
     return v;
   }
 
-  std::vector<Entry> Scan(const std::string& start, const std::string& end,
-                          const std::string& prefix = "",
-                          const Snapshot* snapshot = nullptr) {
+  // The newest version of every cell of `store` in range, as Entries.
+  static std::vector<Entry> ScanOf(Bigtable& store, const std::string& start,
+                                   const std::string& end,
+                                   const std::string& prefix,
+                                   const Snapshot* snapshot) {
     ScanOptions so;
     so.start_row = start;
     so.end_row = end;
     so.prefix = prefix;
     so.read.snapshot = snapshot;
-    auto sc = db_->NewScanner(kTable, so);
+    auto sc = store.NewScanner(kTable, so);
     EXPECT_TRUE(sc.ok()) << sc.status().ToString();
     if (!sc.ok()) return {};
     return Drain(sc->get());
+  }
+  std::vector<Entry> Scan(const std::string& start, const std::string& end,
+                          const std::string& prefix = "",
+                          const Snapshot* snapshot = nullptr) {
+    return ScanOf(*db_, start, end, prefix, snapshot);
+  }
+  // What the engine's Scan must return: the oracle's (`snapshot`, when
+  // given, is one of the oracle's).
+  std::vector<Entry> OracleScan(const std::string& start,
+                                const std::string& end,
+                                const std::string& prefix = "",
+                                const Snapshot* snapshot = nullptr) {
+    return ScanOf(*oracle_, start, end, prefix, snapshot);
   }
 
   std::vector<TabletInfo> Tablets() {
@@ -262,12 +272,12 @@ class TabletTest : public testing::Test {
   }
 
   // Scans with every boundary as start, end and prefix, and point reads of
-  // the rows at and next to every boundary, against the model.
+  // the rows at and next to every boundary, against the oracle.
   void CheckReadsAtBoundaries() {
     std::vector<std::string> bounds = Boundaries();
     std::vector<Entry> all = Scan("", "");
-    ASSERT_EQ(all, ModelScan(model_, "", ""))
-        << Diff(all, ModelScan(model_, "", ""));
+    ASSERT_EQ(all, OracleScan("", ""))
+        << Diff(all, OracleScan("", ""));
     std::vector<std::string> starts = {""};
     starts.insert(starts.end(), bounds.begin(), bounds.end());
     for (size_t i = 0; i < starts.size(); ++i) {
@@ -282,7 +292,7 @@ class TabletTest : public testing::Test {
       for (const auto& [s, e] : ranges) {
         if (!e.empty() && s >= e) continue;
         std::vector<Entry> got = Scan(s, e);
-        std::vector<Entry> want = ModelScan(model_, s, e);
+        std::vector<Entry> want = OracleScan(s, e);
         ASSERT_EQ(got, want) << "scan [" << Show(s) << ", " << Show(e)
                              << "): " << Diff(got, want);
       }
@@ -290,17 +300,16 @@ class TabletTest : public testing::Test {
       for (size_t n = 1; n <= b.size(); ++n) {
         std::string p = b.substr(0, n);
         std::vector<Entry> got = Scan("", "", p);
-        std::vector<Entry> want = ModelScan(model_, "", "", p);
+        std::vector<Entry> want = OracleScan("", "", p);
         ASSERT_EQ(got, want) << "prefix " << Show(p) << ": " << Diff(got, want);
       }
       if (b.empty()) continue;
-      // The boundary row and the model's rows right before and after it.
+      // The boundary row and the oracle's rows right before and after it.
       std::vector<std::string> rows = {b};
-      auto at = model_.lower_bound({b, -1, ""});
-      if (at != model_.begin())
-        rows.push_back(std::get<0>(std::prev(at)->first));
-      auto after = model_.lower_bound({b + '\0', -1, ""});
-      if (after != model_.end()) rows.push_back(std::get<0>(after->first));
+      std::vector<Entry> before_b = OracleScan("", b);
+      if (!before_b.empty()) rows.push_back(before_b.back().row);
+      std::vector<Entry> after_b = OracleScan(b + '\0', "");
+      if (!after_b.empty()) rows.push_back(after_b.front().row);
       for (const std::string& row : rows) {
         auto r = db_->ReadRow(kTable, row, ReadOptions());
         ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -308,7 +317,7 @@ class TabletTest : public testing::Test {
         for (const Cell& c : r->cells) {
           got.push_back({row, FamilyIndex(c.family), c.qualifier, c.value});
         }
-        std::vector<Entry> want = ModelScan(model_, row, row + '\0');
+        std::vector<Entry> want = OracleScan(row, row + '\0');
         ASSERT_EQ(got, want)
             << "ReadRow " << Show(row) << ": " << Diff(got, want);
         for (const Entry& e : want) {
@@ -332,7 +341,8 @@ class TabletTest : public testing::Test {
   MemEnv env_;
   Options options_;
   std::unique_ptr<DB> db_;
-  Model model_;
+  // The reference implementation, given every write the engine gets.
+  std::unique_ptr<Bigtable> oracle_;
   std::mutex log_mu_;
   std::vector<std::string> log_;
 };
@@ -431,9 +441,7 @@ TEST_F(TabletTest, ReadsAcrossTabletBoundariesMatchTheModel) {
     CheckTabletList(Tablets());
 
     // Next seed: a fresh table.
-    ASSERT_TRUE(db_->DeleteTable(kTable).ok());
-    model_.clear();
-    MakeTable();
+    RemakeTable();
   }
 }
 
@@ -455,7 +463,7 @@ TEST_F(TabletTest, ScanWhileItsTabletSplits) {
     ASSERT_TRUE(db_->WaitForIdle().ok());
     std::vector<TabletInfo> tablets = Tablets();
     ASSERT_GE(tablets.size(), 2u);
-    const Model at_start = model_;
+    const std::shared_ptr<const Snapshot> at_start = oracle_->GetSnapshot();
     const uint64_t splits_before = db_->GetStats().tablet_splits;
 
     auto scanner = db_->NewScanner(kTable, ScanOptions());
@@ -504,7 +512,7 @@ TEST_F(TabletTest, ScanWhileItsTabletSplits) {
 
     std::vector<Entry> rest = Drain(scanner->get());
     got.insert(got.end(), rest.begin(), rest.end());
-    std::vector<Entry> want = ModelScan(at_start, "", "");
+    std::vector<Entry> want = OracleScan("", "", "", at_start.get());
     EXPECT_TRUE(std::is_sorted(got.begin(), got.end()) &&
                 std::adjacent_find(got.begin(), got.end()) == got.end())
         << "out of order or duplicated";
@@ -527,18 +535,17 @@ TEST_F(TabletTest, ScanWhileItsTabletSplits) {
       for (const Cell& c : r->cells) {
         cells.push_back({row, FamilyIndex(c.family), c.qualifier, c.value});
       }
-      EXPECT_EQ(cells, ModelScan(at_start, row, std::string(row) + '\0'))
+      EXPECT_EQ(cells,
+                OracleScan(row, std::string(row) + '\0', "", at_start.get()))
           << "snapshot ReadRow " << row;
     }
     snapshot.reset();
     // And the present.
     std::vector<Entry> now = Scan("", "");
-    ASSERT_EQ(now, ModelScan(model_, "", ""))
-        << Diff(now, ModelScan(model_, "", ""));
+    ASSERT_EQ(now, OracleScan("", ""))
+        << Diff(now, OracleScan("", ""));
 
-    ASSERT_TRUE(db_->DeleteTable(kTable).ok());
-    model_.clear();
-    MakeTable();
+    RemakeTable();
   }
 }
 
@@ -602,8 +609,8 @@ TEST_F(TabletTest, ASplitNeverCutsARow) {
   ASSERT_TRUE(row.ok()) << row.status().ToString();
   EXPECT_EQ(row->cells.size(), 400u);
   std::vector<Entry> got = Scan("", "");
-  ASSERT_EQ(got, ModelScan(model_, "", ""))
-      << Diff(got, ModelScan(model_, "", ""));
+  ASSERT_EQ(got, OracleScan("", ""))
+      << Diff(got, OracleScan("", ""));
   CheckReadsAtBoundaries();
 }
 
@@ -684,9 +691,7 @@ TEST_F(TabletTest, DeletesAndCompactionMergeTablets) {
     CheckReadsAtBoundaries();
     ASSERT_FALSE(HasFatalFailure());
 
-    ASSERT_TRUE(db_->DeleteTable(kTable).ok());
-    model_.clear();
-    MakeTable();
+    RemakeTable();
   }
 }
 
@@ -729,7 +734,7 @@ TEST_F(TabletTest, DroppedTableTabletsVanish) {
   ASSERT_GE(Tablets().size(), 4u);
   ASSERT_TRUE(db_->CreateTable("other").ok());
   ASSERT_TRUE(db_->DeleteTable(kTable).ok());
-  model_.clear();
+  ASSERT_TRUE(oracle_->DeleteTable(kTable).ok());
   auto gone = db_->ListTablets(kTable);
   EXPECT_TRUE(gone.status().IsNotFound()) << gone.status().ToString();
   EXPECT_EQ(db_->GetStats().tablets, 1u) << "only table other's tablet";
@@ -757,8 +762,8 @@ TEST_F(TabletTest, DroppedTableTabletsVanish) {
   }
   ASSERT_TRUE(db_->WaitForIdle().ok());
   std::vector<Entry> got = Scan("", "");
-  EXPECT_EQ(got, ModelScan(model_, "", ""))
-      << Diff(got, ModelScan(model_, "", ""));
+  EXPECT_EQ(got, OracleScan("", ""))
+      << Diff(got, OracleScan("", ""));
   CheckTabletList(Tablets());
   EXPECT_TRUE(db_->Verify().ok());
 }

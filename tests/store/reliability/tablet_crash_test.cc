@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -30,6 +31,7 @@
 #include "store/db/version_edit.h"
 #include "store/env/mem_env.h"
 #include "store/fault_env.h"
+#include "store/reference/reference_bigtable.h"
 #include "store/wal/log_format.h"
 #include "tests/store/reliability/reliability_util.h"
 
@@ -343,41 +345,13 @@ uint64_t EntryHash(const CellKey& k, const std::string& v) {
                                   '\0' + std::to_string(ts) + '\0' + v);
 }
 
-// The table's state after each prefix of the operations, kept as one map
-// and an order-independent hash.
-class Model {
- public:
-  void Apply(const Op& op) {
-    if (op.kind == Op::kWrite) {
-      for (const CellWrite& c : op.m.cells) {
-        CellKey k{op.m.row, c.family, c.qualifier, op.m.id};
-        auto it = state_.find(k);
-        if (it != state_.end()) hash_ -= EntryHash(it->first, it->second);
-        state_[k] = c.value;
-        hash_ += EntryHash(k, c.value);
-      }
-    } else if (op.kind == Op::kDeleteRow) {
-      auto it = state_.lower_bound({op.row, "", "", INT64_MIN});
-      while (it != state_.end() && std::get<0>(it->first) == op.row) {
-        hash_ -= EntryHash(it->first, it->second);
-        it = state_.erase(it);
-      }
-    }
-  }
-  const State& state() const { return state_; }
-  uint64_t hash() const { return hash_; }
-
- private:
-  State state_;
-  uint64_t hash_ = 0;
-};
-
-Result<State> ReadState(DB* db) {
+// Every version of kTable in `db`.
+Result<State> ReadState(Bigtable& db) {
   State out;
   ScanOptions so;
   so.read.max_versions = 0;
   TABLETFS_ASSIGN_OR_RETURN(std::unique_ptr<Scanner> sc,
-                            db->NewScanner(kTable, so));
+                            db.NewScanner(kTable, so));
   for (; sc->Valid(); sc->Next()) {
     TABLETFS_ASSIGN_OR_RETURN(std::string_view value, sc->value());
     out[{std::string(sc->row()), std::string(sc->family()),
@@ -386,6 +360,58 @@ Result<State> ReadState(DB* db) {
   TABLETFS_RETURN_IF_ERROR(sc->status());
   return out;
 }
+
+// The table's state after each prefix of the operations: the reference
+// implementation (store/reference/, the oracle) given the same operations,
+// with an order-independent hash of its versions kept as each row changes,
+// so that most prefixes are ruled out without reading the whole table.
+class Model {
+ public:
+  Model() : oracle_(NewReferenceBigtable(ReferenceOptions())) {
+    Status s = CreateSchema(oracle_.get());
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+
+  void Apply(const Op& op) {
+    if (op.kind != Op::kWrite && op.kind != Op::kDeleteRow) return;
+    const std::string& row = op.kind == Op::kWrite ? op.m.row : op.row;
+    hash_ -= RowHash(row);
+    RowMutation m = op.kind == Op::kWrite ? Workload::ToRowMutation(op.m)
+                                          : RowMutation(row).DeleteRow();
+    Status s = oracle_->Apply(kTable, m, WriteOptions()).status();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    hash_ += RowHash(row);
+    state_.reset();
+  }
+  // Every version the oracle holds (read once per prefix).
+  const State& state() {
+    if (!state_.has_value()) {
+      Result<State> read = ReadState(*oracle_);
+      EXPECT_TRUE(read.ok()) << read.status().ToString();
+      state_ = read.ok() ? std::move(read).value() : State();
+    }
+    return *state_;
+  }
+  uint64_t hash() const { return hash_; }
+
+ private:
+  uint64_t RowHash(const std::string& row) {
+    ReadOptions ro;
+    ro.max_versions = 0;
+    Result<Row> r = oracle_->ReadRow(kTable, row, ro);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    uint64_t h = 0;
+    if (!r.ok()) return h;
+    for (const Cell& c : r->cells) {
+      h += EntryHash({row, c.family, c.qualifier, c.timestamp}, c.value);
+    }
+    return h;
+  }
+
+  std::unique_ptr<Bigtable> oracle_;
+  std::optional<State> state_;  // of the oracle, read since the last Apply
+  uint64_t hash_ = 0;
+};
 
 // The length P of the operation prefix whose model state `found` equals,
 // trying P from `min_prefix` to ops.size(); -1 when none does.
@@ -644,7 +670,7 @@ void Recover(const std::vector<Op>& ops, const RunResult& run, MemEnv* mem,
   // The model: the state after some prefix of the operations that holds
   // every one acknowledged as durable (the log is one sequence, and a
   // split or merge changes no data).
-  Result<State> found = ReadState(db.get());
+  Result<State> found = ReadState(*db);
   ASSERT_TRUE(found.ok()) << found.status().ToString();
   std::vector<Op> tried(ops.begin(), ops.begin() + run.attempted);
   *prefix = MatchingPrefix(tried, run.min_prefix, *found);
@@ -665,7 +691,7 @@ void Recover(const std::vector<Op>& ops, const RunResult& run, MemEnv* mem,
   opened = DB::Open(options, kDir);
   ASSERT_TRUE(opened.ok()) << "second reopen: " << opened.status().ToString();
   db = std::move(*opened);
-  Result<State> again = ReadState(db.get());
+  Result<State> again = ReadState(*db);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   ASSERT_TRUE(*again == *found) << "the state changed after the recovered "
                                    "database's background work and a reopen";

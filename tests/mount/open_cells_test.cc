@@ -44,6 +44,9 @@ class OpenCellsTest : public MountFixture {
     buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
     return buf;
   }
+  // RandomInterleavingsMatchALocalFile's body.
+  // With O_APPEND descriptors and MAP_PRIVATE mappings in the mix or not.
+  void RunRandomOps(bool appends, bool private_mappings);
 };
 
 // The issue's first example: on a local disk both descriptors write one
@@ -436,72 +439,194 @@ class Worker {
   int to_ = -1, from_ = -1;
 };
 
-// Every interleaving of two processes doing write, fsync, write, close, and
-// of three doing write, close, against a model of a local file: after each
+// A number from the environment (a long run's size), or `fallback`.
+long EnvCount(const char* name, long fallback) {
+  const char* v = getenv(name);
+  return v != nullptr && *v != '\0' ? atol(v) : fallback;
+}
+
+// "" when `got` is `want`, else where they differ (the values can be
+// megabytes: not printed whole).
+std::string Mismatch(const std::string& got, const std::string& want) {
+  if (got == want) return "";
+  size_t i = 0;
+  while (i < got.size() && i < want.size() && got[i] == want[i]) i++;
+  auto at = [&](const std::string& s) {
+    return i < s.size() ? "'" + s.substr(i, 16) + "'" : std::string("end");
+  };
+  return "size " + std::to_string(got.size()) + " (want " +
+         std::to_string(want.size()) + "), first difference at " +
+         std::to_string(i) + ": " + at(got) + " (want " + at(want) + ")";
+}
+
+// The fixture's file helpers, for functions outside a test.
+struct Files : MountFixture {
+  using MountFixture::ReadFile;
+  using MountFixture::WriteFile;
+};
+
+// Where the descriptors of an interleaving live: one process each (a
+// Worker), or all in the test's own process (three open() of one cell).
+enum class Holders { kProcesses, kOneProcess };
+
+// Runs every `stride`-th interleaving, in lexicographic order, of `n`
+// descriptors of `path` each doing `steps` ('w' write, 's' fsync, 'c'
+// close; the last must be 'c'), against a model of a local file: after each
 // step a new reader sees the last commit, and the end holds every write.
+// Adds the number of interleavings run to *ran.
+void RunInterleavings(const std::string& path, int n, const std::string& steps,
+                      Holders holders, int stride, int* ran) {
+  // Each interleaving: a sequence of descriptor numbers, each appearing
+  // steps.size() times.
+  std::string order;
+  for (int p = 0; p < n; p++) {
+    order += std::string(steps.size(), static_cast<char>('0' + p));
+  }
+  long index = 0;
+  do {
+    if (index++ % stride != 0) continue;
+    (*ran)++;
+    Files::WriteFile(path, "0123456789");
+    std::string model = "0123456789", committed = model;
+    bool dirty = false;
+    std::vector<std::unique_ptr<Worker>> workers;
+    std::vector<int> fds(n, -1);
+    struct CloseAll {
+      std::vector<int>* fds;
+      ~CloseAll() {
+        for (int fd : *fds) {
+          if (fd >= 0) close(fd);
+        }
+      }
+    } close_all{&fds};
+    for (int p = 0; p < n; p++) {
+      const int flags = p % 2 == 0 ? O_RDWR : O_WRONLY;
+      if (holders == Holders::kProcesses) {
+        workers.push_back(std::make_unique<Worker>(path, flags));
+      } else {
+        fds[p] = open(path.c_str(), flags);
+        ASSERT_GE(fds[p], 0) << strerror(errno);
+      }
+    }
+    auto run = [&](int p, char op, int off, int len, char c) {
+      if (holders == Holders::kProcesses) {
+        return workers[p]->Do(op, off, len, c);
+      }
+      if (op == 'w') {
+        std::string data(static_cast<size_t>(len), c);
+        return pwrite(fds[p], data.data(), data.size(), off) == len;
+      }
+      if (op == 's') return fsync(fds[p]) == 0;
+      const int fd = fds[p];
+      fds[p] = -1;
+      return close(fd) == 0;
+    };
+    std::vector<size_t> next(n, 0);
+    for (char who : order) {
+      int p = who - '0';
+      size_t k = next[p]++;
+      char op = steps[k];
+      SCOPED_TRACE("order " + order + " descriptor " + std::to_string(p) +
+                   " step " + std::to_string(k));
+      if (op == 'w') {
+        int off = p * 3 + static_cast<int>(k) * 2, len = 4;
+        char c = static_cast<char>('a' + p * 4 + static_cast<int>(k));
+        ASSERT_TRUE(run(p, 'w', off, len, c)) << strerror(errno);
+        if (model.size() < static_cast<size_t>(off + len)) {
+          model.resize(off + len, '\0');
+        }
+        model.replace(off, len, std::string(len, c));
+        dirty = true;
+      } else {
+        ASSERT_TRUE(run(p, op, 0, 0, 0)) << strerror(errno);
+        if (dirty) committed = model;
+        dirty = false;
+      }
+      ASSERT_EQ(Files::ReadFile(path), committed);
+    }
+    workers.clear();
+    ASSERT_EQ(Files::ReadFile(path), model) << order;
+  } while (std::next_permutation(order.begin(), order.end()));
+}
+
+// Every interleaving of two processes doing write, fsync, write, close, and
+// of three doing write, close, against a model of a local file.
 TEST_F(OpenCellsTest, EveryInterleavingOfProcessesMatchesALocalFile) {
   CreateTable("t", {"f"});
   Mount();
   ShOk("mkdir -p t/r/f");
-  const std::string path = Path("t/r/f/i");
-  struct Plan {
-    int processes;
-    std::string steps;  // each process's ops in order
-  };
-  int interleavings = 0;
-  for (const Plan& plan : {Plan{2, "wswc"}, Plan{3, "wc"}}) {
-    // Each interleaving: a sequence of process numbers, each appearing
-    // steps.size() times, enumerated in lexicographic order.
-    std::string order;
-    for (int p = 0; p < plan.processes; p++) {
-      order += std::string(plan.steps.size(), static_cast<char>('0' + p));
-    }
-    do {
-      interleavings++;
-      WriteFile(path, "0123456789");
-      std::string model = "0123456789", committed = model;
-      bool dirty = false;
-      std::vector<std::unique_ptr<Worker>> workers;
-      for (int p = 0; p < plan.processes; p++) {
-        workers.push_back(
-            std::make_unique<Worker>(path, p % 2 == 0 ? O_RDWR : O_WRONLY));
-      }
-      std::vector<size_t> next(plan.processes, 0);
-      for (char who : order) {
-        int p = who - '0';
-        size_t k = next[p]++;
-        char op = plan.steps[k];
-        SCOPED_TRACE("order " + order + " process " + std::to_string(p) +
-                     " step " + std::to_string(k));
-        if (op == 'w') {
-          int off = p * 3 + static_cast<int>(k) * 2, len = 4;
-          char c = static_cast<char>('a' + p * 4 + static_cast<int>(k));
-          ASSERT_TRUE(workers[p]->Do('w', off, len, c));
-          if (model.size() < static_cast<size_t>(off + len)) {
-            model.resize(off + len, '\0');
-          }
-          model.replace(off, len, std::string(len, c));
-          dirty = true;
-        } else {
-          ASSERT_TRUE(workers[p]->Do(op));
-          if (dirty) committed = model;
-          dirty = false;
-        }
-        ASSERT_EQ(ReadFile(path), committed);
-      }
-      workers.clear();
-      ASSERT_EQ(ReadFile(path), model) << order;
-    } while (std::next_permutation(order.begin(), order.end()));
-  }
-  EXPECT_EQ(interleavings, 70 + 90);
+  int ran = 0;
+  RunInterleavings(Path("t/r/f/i"), 2, "wswc", Holders::kProcesses, 1, &ran);
+  if (HasFatalFailure()) return;
+  RunInterleavings(Path("t/r/f/i"), 3, "wc", Holders::kProcesses, 1, &ran);
+  EXPECT_EQ(ran, 70 + 90);
 }
 
-// Random writes, truncates, fsyncs, closes, reopens and writes through
-// shared mappings from three descriptors (read-write and write-only, the
-// former through the page cache), and a reader, against a model of a local
-// file: the writers read the one pending value, the reader the last
-// committed one. 30,000 operations (about 5 s; the suite's budget).
+// Three processes doing write, fsync, close: 1,680 interleavings, about
+// 20 s, so by default every 6th of them in lexicographic order (280, each
+// process first, second and last in turn); TABLETFS_LONG_TESTS=1 runs all.
+TEST_F(OpenCellsTest, InterleavingsOfThreeProcessesWithFsyncMatchALocalFile) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f");
+  const int stride = EnvCount("TABLETFS_LONG_TESTS", 0) != 0 ? 1 : 6;
+  int ran = 0;
+  RunInterleavings(Path("t/r/f/i"), 3, "wsc", Holders::kProcesses, stride,
+                   &ran);
+  EXPECT_EQ(ran, (1680 + stride - 1) / stride);
+}
+
+// The same plans with every descriptor in one process: three open() of
+// one cell share its pending value as three processes' do. Three
+// descriptors with fsync are sampled as above (all of them take 20 s).
+TEST_F(OpenCellsTest, InterleavingsOfDescriptorsInOneProcessMatchALocalFile) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f");
+  const std::string path = Path("t/r/f/i");
+  const int stride = EnvCount("TABLETFS_LONG_TESTS", 0) != 0 ? 1 : 6;
+  int ran = 0;
+  RunInterleavings(path, 2, "wswc", Holders::kOneProcess, 1, &ran);
+  if (HasFatalFailure()) return;
+  RunInterleavings(path, 3, "wc", Holders::kOneProcess, 1, &ran);
+  if (HasFatalFailure()) return;
+  RunInterleavings(path, 3, "wsc", Holders::kOneProcess, stride, &ran);
+  EXPECT_EQ(ran, 70 + 90 + (1680 + stride - 1) / stride);
+}
+
+// Random writes, truncates, fsyncs, closes, reopens, writes through shared
+// mappings and reads through private ones from three descriptors
+// (read-write and write-only, the former through the page cache, a quarter
+// of them O_APPEND), and a reader, against a model of a local file: the
+// writers read the one pending value, the reader the last committed one.
+// 30,000 operations (about 5 s; the suite's budget);
+// TABLETFS_RANDOM_OPS=100000 runs longer.
 TEST_F(OpenCellsTest, RandomInterleavingsMatchALocalFile) {
+  RunRandomOps(false, false);
+}
+
+// The same with a quarter of the descriptors O_APPEND. DISABLED: fails
+// after 5,000 to 7,000 operations (seeds 1, 915767296): a read-write
+// descriptor's pread returns a value shorter than the model (18850 bytes
+// for 20263, 13883 for 16100), the appends of an O_APPEND descriptor
+// missing from the shared value.
+TEST_F(OpenCellsTest, DISABLED_RandomInterleavingsWithAppends) {
+  RunRandomOps(true, false);
+}
+
+// The same with reads through MAP_PRIVATE mappings, of the writers and of
+// the reader. DISABLED: fails within a few hundred operations (seeds 1, 2,
+// 915767296): while a reader that opened before the writers has the cell
+// open, a private mapping of a writer's descriptor (direct I/O) faults
+// its pages in through the inode's page cache with the writer's handle,
+// so the page cache gets the pending value and that reader's next read()
+// returns uncommitted bytes; a private mapping of the reader can likewise
+// show a writer's pending bytes, and a writer's mapping the committed ones.
+TEST_F(OpenCellsTest, DISABLED_RandomInterleavingsWithPrivateMappings) {
+  RunRandomOps(false, true);
+}
+
+void OpenCellsTest::RunRandomOps(bool appends, bool private_mappings) {
   CreateTable("t", {"f"});
   Mount();
   ShOk("mkdir -p t/r/f && : > t/r/f/m");
@@ -518,20 +643,34 @@ TEST_F(OpenCellsTest, RandomInterleavingsMatchALocalFile) {
     int fd = -1;
     int flags = 0;
     bool trunc = false;
+    bool append = false;
+    bool readable() const { return (flags & O_ACCMODE) == O_RDWR; }
   };
   Desc d[3];
   int reader = -1;
+  struct CloseAll {  // on a failed ASSERT too, so that the unmount works
+    Desc* d;
+    int* reader;
+    ~CloseAll() {
+      for (int i = 0; i < 3; i++) {
+        if (d[i].fd >= 0) close(d[i].fd);
+      }
+      if (*reader >= 0) close(*reader);
+    }
+  } close_all{d, &reader};
   auto pick = [&](int n) { return static_cast<int>(rng() % n); };
   auto commit = [&] {
     if (dirty) committed = model;
     dirty = false;
   };
-  constexpr int kOps = 30000;
-  for (int op = 0; op < kOps; op++) {
+  const long ops = EnvCount("TABLETFS_RANDOM_OPS", 30000);
+  for (long op = 0; op < ops; op++) {
     Desc& x = d[pick(3)];
     int what = pick(100);
     if (x.fd < 0) {
       x.flags = pick(2) == 0 ? O_RDWR : O_WRONLY;
+      x.append = pick(4) == 0 && appends;
+      if (x.append) x.flags |= O_APPEND;
       bool trunc = pick(10) == 0;
       x.fd = open(path.c_str(), x.flags | (trunc ? O_TRUNC : 0));
       ASSERT_GE(x.fd, 0) << strerror(errno);
@@ -543,6 +682,14 @@ TEST_F(OpenCellsTest, RandomInterleavingsMatchALocalFile) {
     } else if (what < 50) {
       size_t off = rng() % 12000, len = 1 + rng() % 3000;
       std::string data(len, static_cast<char>('a' + pick(26)));
+      if (x.append) {
+        // At the end of the shared value, whatever the offset.
+        ASSERT_EQ(write(x.fd, data.data(), len), static_cast<ssize_t>(len))
+            << "op " << op << ": " << strerror(errno);
+        model += data;
+        dirty = true;
+        continue;
+      }
       ASSERT_EQ(pwrite(x.fd, data.data(), len, static_cast<off_t>(off)),
                 static_cast<ssize_t>(len));
       if (model.size() < off + len) model.resize(off + len, '\0');
@@ -572,16 +719,22 @@ TEST_F(OpenCellsTest, RandomInterleavingsMatchALocalFile) {
         }
       }
     } else if (what < 78) {
-      if (x.flags == O_RDWR) {
-        ASSERT_EQ(PRead(x.fd, 64 << 10), model) << "op " << op;
+      if (x.readable()) {
+        ASSERT_EQ(Mismatch(PRead(x.fd, 64 << 10), model), "") << "op " << op;
       }
     } else if (what < 85) {
       // Through a shared mapping: read it all, change a range, unmap (the
       // kernel writes the pages back at the unmap).
-      if (x.flags != O_RDWR || model.empty()) continue;
+      if (!x.readable() || model.empty()) continue;
       size_t size = model.size();
       void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED,
                      x.fd, 0);
+      if (x.append) {
+        // README "Writing": no MAP_SHARED of an O_APPEND descriptor.
+        ASSERT_EQ(p, MAP_FAILED) << "op " << op;
+        ASSERT_EQ(errno, ENODEV) << "op " << op;
+        continue;
+      }
       if (p == MAP_FAILED) {
         // Opened while a reader read through the page cache (README).
         ASSERT_EQ(errno, ENODEV) << "op " << op;
@@ -589,7 +742,8 @@ TEST_F(OpenCellsTest, RandomInterleavingsMatchALocalFile) {
         continue;
       }
       char* m = static_cast<char*>(p);
-      ASSERT_EQ(std::string(m, size), model) << "mapped, op " << op;
+      ASSERT_EQ(Mismatch(std::string(m, size), model), "")
+          << "mapped, op " << op;
       size_t off = rng() % size, len = 1 + rng() % std::min<size_t>(
                                                  size - off, 2000);
       char c = static_cast<char>('A' + pick(26));
@@ -601,22 +755,56 @@ TEST_F(OpenCellsTest, RandomInterleavingsMatchALocalFile) {
         commit();
       }
       ASSERT_EQ(munmap(p, size), 0);
+    } else if (what < 89) {
+      // Through a private mapping, of a writer (the pending value) or of
+      // the reader (the committed one): a private copy, nothing stored.
+      const bool of_reader = reader >= 0 && pick(2) == 0;
+      if (!private_mappings) continue;
+      const int fd = of_reader ? reader : x.fd;
+      const std::string& want = of_reader ? committed : model;
+      size_t size = want.size();
+      if (of_reader) {
+        // The kernel holds the size the writers hold (README "Writing":
+        // a reader's mapping touched past it gets SIGBUS).
+        struct stat st;
+        ASSERT_EQ(fstat(fd, &st), 0);
+        size = std::min(size, static_cast<size_t>(st.st_size));
+      }
+      if (size == 0) continue;
+      void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd,
+                     0);
+      if (!of_reader && !x.readable()) {
+        ASSERT_EQ(p, MAP_FAILED) << "op " << op;
+        ASSERT_EQ(errno, EACCES) << "op " << op;
+        continue;
+      }
+      ASSERT_NE(p, MAP_FAILED) << "private, op " << op << ": "
+                               << strerror(errno);
+      char* m = static_cast<char*>(p);
+      ASSERT_EQ(Mismatch(std::string(m, size), want.substr(0, size)), "")
+          << "private" << (of_reader ? " of the reader" : "") << ", op "
+          << op;
+      memset(m, 'P', std::min<size_t>(size, 100));
+      ASSERT_EQ(munmap(p, size), 0);
     } else {
       if (reader < 0 || pick(4) == 0) {
         if (reader >= 0) close(reader);
         reader = open(path.c_str(), O_RDONLY);
         ASSERT_GE(reader, 0);
       }
-      ASSERT_EQ(PRead(reader, 64 << 10), committed) << "op " << op;
+      ASSERT_EQ(Mismatch(PRead(reader, 64 << 10), committed), "")
+          << "op " << op;
     }
   }
   for (Desc& x : d) {
     if (x.fd >= 0) {
       ASSERT_EQ(close(x.fd), 0);
+      x.fd = -1;
       commit();
     }
   }
   if (reader >= 0) close(reader);
+  reader = -1;
   EXPECT_EQ(ReadFile(path), model);
   Unmount();
   Mount();
@@ -777,6 +965,199 @@ TEST_F(OpenCellsTest, KillWhileAMappingIsDirtyKeepsThePreviousVersion) {
   EXPECT_EQ(ShOk("cat t/r/f/k"), "before");
 }
 
+// kill -9 of the daemon after msync(MS_SYNC) of a shared mapping: the
+// msync committed (README "Durability"), so that version survives; what
+// was written after it is lost with the daemon.
+TEST_F(OpenCellsTest, KillAfterMsyncKeepsTheSyncedVersion) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && printf before > t/r/f/k");
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int fd = open(Path("t/r/f/k").c_str(), O_RDWR);
+    void* p = mmap(nullptr, 6, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) _exit(1);
+    memcpy(p, "synced", 6);
+    if (msync(p, 6, MS_SYNC) != 0) _exit(2);
+    memcpy(p, "dirty!", 6);
+    if (write(ready[1], "x", 1) != 1) _exit(3);
+    pause();  // killed with the mount gone
+    _exit(0);
+  }
+  close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1) << "the child failed";
+  close(ready[0]);
+  EXPECT_EQ(ReadFile(Path("t/r/f/k")), "synced");
+  KillDaemon();
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  Mount();
+  EXPECT_EQ(ShOk("cat t/r/f/k"), "synced");
+  EXPECT_EQ(ShOk("ls .versions/t/r/f | wc -l"), "2\n");
+}
+
+// `.at/T` is read-only (README: any change there is EROFS): no open for
+// writing, so no writable shared mapping; read-only and private mappings
+// work and change nothing.
+TEST_F(OpenCellsTest, WritableMappingsUnderAtAreRefused) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && printf 0123456789 > t/r/f/m");
+  const std::string at = Path(".at/" + std::to_string(time(nullptr) + 1) +
+                              "000000/t/r/f/m");
+  for (int flags : {O_RDWR, O_WRONLY, O_RDWR | O_TRUNC}) {
+    errno = 0;
+    EXPECT_EQ(open(at.c_str(), flags), -1) << flags;
+    EXPECT_EQ(errno, EROFS) << flags;
+  }
+  int fd = open(at.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  errno = 0;
+  EXPECT_EQ(mmap(nullptr, 10, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0),
+            MAP_FAILED);
+  EXPECT_EQ(errno, EACCES);
+  void* p = mmap(nullptr, 10, PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(p, MAP_FAILED) << strerror(errno);
+  EXPECT_EQ(std::string(static_cast<char*>(p), 10), "0123456789");
+  ASSERT_EQ(munmap(p, 10), 0);
+  p = mmap(nullptr, 10, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  ASSERT_NE(p, MAP_FAILED) << strerror(errno);
+  static_cast<char*>(p)[0] = 'X';
+  ASSERT_EQ(munmap(p, 10), 0);
+  ASSERT_EQ(close(fd), 0);
+  EXPECT_EQ(ReadFile(at), "0123456789");
+  EXPECT_EQ(ReadFile(Path("t/r/f/m")), "0123456789");
+  EXPECT_EQ(ShOk("ls .versions/t/r/f | wc -l"), "1\n");
+}
+
+// touch -d into the future, then `>>`; into the past, then `>`: each write
+// is the current value, one new version each, and stat's mtime is the
+// commit's time, not the touched one (issue 16 item 2), until touched again.
+TEST_F(OpenCellsTest, WritesAfterTouchIntoTheFutureOrThePastAreCurrent) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && echo base > t/r/f/f");
+  auto mtime = [&] { return std::stol(ShOk("stat -c %Y t/r/f/f")); };
+  auto versions = [&] { return ShOk("ls .versions/t/r/f | wc -l"); };
+  ShOk("touch -d 2099-01-01T00:00:00Z t/r/f/f");
+  EXPECT_EQ(mtime(), 4070908800);
+  EXPECT_EQ(versions(), "1\n");  // touch adds no version
+  long before = time(nullptr);
+  ShOk("echo appended >> t/r/f/f");
+  EXPECT_EQ(ShOk("cat t/r/f/f"), "base\nappended\n");
+  EXPECT_EQ(versions(), "2\n");
+  EXPECT_GE(mtime(), before);
+  EXPECT_LE(mtime(), time(nullptr));
+  ShOk("touch -d 2001-02-03T04:05:06Z t/r/f/f");
+  EXPECT_EQ(mtime(), 981173106);
+  before = time(nullptr);
+  ShOk("echo rewritten > t/r/f/f");
+  EXPECT_EQ(ShOk("cat t/r/f/f"), "rewritten\n");
+  EXPECT_EQ(versions(), "3\n");
+  EXPECT_GE(mtime(), before);
+  EXPECT_LE(mtime(), time(nullptr));
+  // Touched after the write: the touched time, and still no version.
+  ShOk("touch -d 2001-02-03T04:05:06Z t/r/f/f");
+  EXPECT_EQ(mtime(), 981173106);
+  EXPECT_EQ(ShOk("cat t/r/f/f"), "rewritten\n");
+  EXPECT_EQ(versions(), "3\n");
+}
+
+// A reader during rewrites, concurrently: another process rewrites a 5 MiB
+// cell (`>`) several times, each version one distinct byte and length.
+// A reader opened fresh for each pass reads one whole committed version;
+// the reader opened before the writer started reads through the page
+// cache, where README "Writing" allows a read() spanning a commit to mix
+// the pages of two versions: counted and printed, each of its pages must
+// still be whole (one version's byte).
+// DISABLED: fails on most runs. The fresh reader (opened between a
+// writer's close and its next O_TRUNC open, so through the page cache)
+// read "size 3932160: 'p' x 3801088, 's' x 131072" (two versions mixed,
+// no version's length) and "size 524288: 'd' x 524288" (cut short); the
+// early reader read sizes 0 and 131072 of single versions 5 MiB long:
+// the writer's O_TRUNC size, applied to the inode by the kernel, cuts a
+// page-cache reader's read() short, against README "Writing".
+TEST_F(OpenCellsTest, DISABLED_ReadersDuringConcurrentRewritesSeeWholeVersions) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f");
+  const std::string path = Path("t/r/f/big");
+  constexpr int kVersions = 20;
+  auto length = [](int i) { return (size_t{5} << 20) - size_t(i) * 70001; };
+  auto byte = [](int i) { return static_cast<char>('a' + i); };
+  WriteFile(path, std::string(length(0), byte(0)));
+  const int early = open(path.c_str(), O_RDONLY);  // before the writer
+  ASSERT_GE(early, 0);
+  int done[2];
+  ASSERT_EQ(pipe(done), 0);
+  const pid_t writer = fork();
+  ASSERT_GE(writer, 0);
+  if (writer == 0) {
+    close(done[0]);
+    for (int i = 1; i < kVersions; i++) {
+      std::string v(length(i), byte(i));
+      int fd = open(path.c_str(), O_WRONLY | O_TRUNC);
+      if (fd < 0) _exit(2);
+      for (size_t off = 0; off < v.size(); off += 256 << 10) {
+        size_t n = std::min<size_t>(256 << 10, v.size() - off);
+        if (write(fd, v.data() + off, n) != static_cast<ssize_t>(n)) _exit(3);
+      }
+      if (close(fd) != 0) _exit(4);
+    }
+    _exit(0);
+  }
+  close(done[1]);
+  // "" for a whole version; else what the read returned.
+  auto check = [&](const std::string& got) -> std::string {
+    for (int i = 0; i < kVersions; i++) {
+      if (!got.empty() && got[0] == byte(i) && got.size() == length(i) &&
+          got.find_first_not_of(byte(i)) == std::string::npos) {
+        return "";
+      }
+    }
+    std::string runs;  // byte x length, run by run
+    for (size_t i = 0; i < got.size();) {
+      size_t j = got.find_first_not_of(got[i], i);
+      if (j == std::string::npos) j = got.size();
+      runs += std::string(1, got[i]) + "x" + std::to_string(j - i) +
+              (i % 4096 == 0 ? "" : "(unaligned)") + " ";
+      i = j;
+    }
+    return "size " + std::to_string(got.size()) + ": " + runs;
+  };
+  int passes = 0, early_mixed = 0;
+  std::string early_example;
+  int status = 0;
+  while (waitpid(writer, &status, WNOHANG) == 0) {
+    passes++;
+    std::string got = PRead(early, 6 << 20);
+    std::string problem = check(got);
+    if (!problem.empty()) {
+      early_mixed++;
+      if (early_example.empty()) early_example = problem;
+      EXPECT_EQ(problem.find("unaligned"), std::string::npos) << problem;
+    }
+    int fresh = open(path.c_str(), O_RDONLY);
+    ASSERT_GE(fresh, 0);
+    got = PRead(fresh, 6 << 20);
+    close(fresh);
+    EXPECT_EQ(check(got), "") << "fresh reader, pass " << passes;
+  }
+  close(early);
+  close(done[0]);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(ReadFile(path), std::string(length(kVersions - 1),
+                                        byte(kVersions - 1)));
+  printf("%d passes; the reader opened before the writer read %d mixed "
+         "values%s%s\n",
+         passes, early_mixed, early_example.empty() ? "" : ", first: ",
+         early_example.c_str());
+}
+
 // sqlite with two connections in two processes, in the default journal
 // mode and in WAL mode (which maps its -shm file MAP_SHARED): the issue's
 // 200 rows from each, committed 10 at a time (each commit fsyncs).
@@ -788,10 +1169,11 @@ TEST_F(OpenCellsTest, SqliteTwoConnections) {
     SCOPED_TRACE(mode);
     std::string db = Path(std::string("t/r/f/") + mode + ".db");
     std::string script =
-        "import sqlite3, subprocess, sys\n"
+        "import os, sqlite3, subprocess, sys\n"
         "db = sys.argv[1]\n"
         "a = sqlite3.connect(db)\n"
-        "a.execute('pragma journal_mode=" + std::string(mode) + "')\n"
+        "print(a.execute('pragma journal_mode=" + std::string(mode) +
+        "').fetchone()[0])\n"
         "a.execute('create table t (x)')\n"
         "a.execute('insert into t values (0)')\n"
         "a.commit()\n"
@@ -808,9 +1190,13 @@ TEST_F(OpenCellsTest, SqliteTwoConnections) {
         "    if i % 10 == 9: a.commit()\n"
         "print(a.execute('select count(*) from t').fetchone()[0])\n"
         "print(a.execute('pragma integrity_check').fetchone()[0])\n"
+        "print(os.path.exists(db + '-wal'))\n"  // while a is open
         "a.close()\n";
     WriteFile(tmp() + "/sq.py", script);
-    EXPECT_EQ(ShOk("python3 " + tmp() + "/sq.py " + db), "401\nok\n");
+    const bool wal = std::string(mode) == "wal";
+    EXPECT_EQ(ShOk("python3 " + tmp() + "/sq.py " + db),
+              std::string(mode) + "\n401\nok\n" + (wal ? "True" : "False") +
+                  "\n");
     EXPECT_EQ(ShOk("python3 -c \"import sqlite3; c = sqlite3.connect('" + db +
                    "'); print(c.execute('select count(*) from t')"
                    ".fetchone()[0])\""),

@@ -22,6 +22,7 @@
 #include "store/db/db_impl.h"
 #include "store/env/mem_env.h"
 #include "store/fault_env.h"
+#include "tests/util/gcc_bug_105329.h"
 
 namespace tabletfs {
 namespace {
@@ -86,9 +87,12 @@ TEST(DBDurabilityTest, SyncedWritesSurvivePowerLoss) {
   auto db = OpenOrDie(o);
   Schema(db.get());
   for (int i = 0; i < 200; ++i) {
+    // GCC bug 105329: a false -Wrestrict in "s" + std::to_string(i).
+    TABLETFS_GCC_BUG_105329_BEGIN
     ASSERT_TRUE(PutRow(db.get(), "s" + std::to_string(i),
                        std::string(100, 'a' + i % 26), /*sync=*/true)
                     .ok());
+    TABLETFS_GCC_BUG_105329_END
   }
   for (int i = 0; i < 50; ++i) {
     ASSERT_TRUE(
@@ -151,7 +155,10 @@ TEST(DBDurabilityTest, VerifyFindsAFlippedByte) {
   auto db = OpenOrDie(BaseOptions(&mem));
   Schema(db.get());
   for (int i = 0; i < 100; ++i) {
+    // GCC bug 105329: a false -Wrestrict in "r" + std::to_string(i).
+    TABLETFS_GCC_BUG_105329_BEGIN
     ASSERT_TRUE(PutRow(db.get(), "r" + std::to_string(i), "value", false).ok());
+    TABLETFS_GCC_BUG_105329_END
   }
   ASSERT_TRUE(db->Flush().ok());
   ASSERT_TRUE(db->Verify().ok());
@@ -275,9 +282,12 @@ TEST(DBDurabilityTest, ObsoleteFilesAreDeleted) {
   Schema(db.get());
   for (int round = 0; round < 5; ++round) {
     for (int i = 0; i < 100; ++i) {
+      // GCC bug 105329: a false -Wrestrict in "r" + std::to_string(i).
+      TABLETFS_GCC_BUG_105329_BEGIN
       ASSERT_TRUE(PutRow(db.get(), "r" + std::to_string(i),
                          "round" + std::to_string(round), false)
                       .ok());
+      TABLETFS_GCC_BUG_105329_END
     }
   }
   ASSERT_TRUE(db->CompactAll().ok());
@@ -319,9 +329,12 @@ TEST(DBDurabilityTest, FlushReleasesTheOldLogEvenWhenItsSyncIsSlow) {
     auto db = OpenOrDie(o);
     if (round == 0) Schema(db.get());
     for (int i = 0; i < 200; ++i) {
+      // GCC bug 105329: a false -Wrestrict in "r" + std::to_string(i).
+      TABLETFS_GCC_BUG_105329_BEGIN
       ASSERT_TRUE(PutRow(db.get(), "r" + std::to_string(i),
                          "round" + std::to_string(round), false)
                       .ok());
+      TABLETFS_GCC_BUG_105329_END
     }
     ASSERT_TRUE(db->Flush().ok());
     ASSERT_TRUE(db->WaitForIdle().ok());
@@ -344,9 +357,12 @@ TEST(DBDurabilityTest, DamageInsideTheLogIsReportedNotSkipped) {
   auto db = OpenOrDie(BaseOptions(&mem));
   Schema(db.get());
   for (int i = 0; i < 200; ++i) {
+    // GCC bug 105329: a false -Wrestrict in "r" + std::to_string(i).
+    TABLETFS_GCC_BUG_105329_BEGIN
     ASSERT_TRUE(
         PutRow(db.get(), "r" + std::to_string(i), std::string(200, 'x'), false)
             .ok());
+    TABLETFS_GCC_BUG_105329_END
   }
   ASSERT_TRUE(db->Verify().ok());
   std::string log = LastLog(&mem);
@@ -373,7 +389,10 @@ TEST(DBDurabilityTest, FailedSyncDuringAFlushLosesNothing) {
     auto db = OpenOrDie(BaseOptions(&env));
     Schema(db.get());
     for (int i = 0; i < 20; ++i) {
+      // GCC bug 105329: a false -Wrestrict in "r" + std::to_string(i).
+      TABLETFS_GCC_BUG_105329_BEGIN
       ASSERT_TRUE(PutRow(db.get(), "r" + std::to_string(i), "v", false).ok());
+      TABLETFS_GCC_BUG_105329_END
     }
     env.InjectError(FaultOp::kSync, nth, Status::IOError("injected"));
     Status flush = db->Flush();
@@ -389,7 +408,10 @@ TEST(DBDurabilityTest, FailedSyncDuringAFlushLosesNothing) {
     db = OpenOrDie(BaseOptions(&env));
     ASSERT_NE(db, nullptr);
     for (int i = 0; i < 20; ++i) {
+      // GCC bug 105329: a false -Wrestrict in "r" + std::to_string(i).
+      TABLETFS_GCC_BUG_105329_BEGIN
       EXPECT_EQ(RowCells(db.get(), "r" + std::to_string(i)), 2) << "row " << i;
+      TABLETFS_GCC_BUG_105329_END
     }
     EXPECT_TRUE(db->Verify().ok());
   }
@@ -534,9 +556,12 @@ TEST(DBDurabilityTest, OpenValueFilesAreBounded) {
   constexpr int kFiles = 30;
   for (int i = 0; i < kFiles; ++i) {
     // One flush each: one value file each.
+    // GCC bug 105329: a false -Wrestrict in "r" + std::to_string(i).
+    TABLETFS_GCC_BUG_105329_BEGIN
     ASSERT_TRUE(PutRow(db.get(), "r" + std::to_string(i),
                        std::string(200, 'a' + i % 26), false)
                     .ok());
+    TABLETFS_GCC_BUG_105329_END
     ASSERT_TRUE(db->Flush().ok());
   }
   ASSERT_TRUE(db->WaitForIdle().ok());
@@ -642,7 +667,10 @@ TEST(DBDurabilityTest, CommitIntervalMakesUnsyncedWritesDurable) {
     Schema(db.get());
     uint64_t syncs = db->GetStats().log_syncs;
     for (int i = 0; i < 100; ++i) {
+      // GCC bug 105329: a false -Wrestrict in "r" + std::to_string(i).
+      TABLETFS_GCC_BUG_105329_BEGIN
       ASSERT_TRUE(PutRow(db.get(), "r" + std::to_string(i), "v", false).ok());
+      TABLETFS_GCC_BUG_105329_END
     }
     EXPECT_GT(db->GetStats().log_unsynced_bytes, 0u);
     if (on) {
@@ -655,7 +683,10 @@ TEST(DBDurabilityTest, CommitIntervalMakesUnsyncedWritesDurable) {
     ASSERT_NE(db, nullptr);
     int present = 0;
     for (int i = 0; i < 100; ++i) {
+      // GCC bug 105329: a false -Wrestrict in "r" + std::to_string(i).
+      TABLETFS_GCC_BUG_105329_BEGIN
       present += RowCells(db.get(), "r" + std::to_string(i)) == 2;
+      TABLETFS_GCC_BUG_105329_END
     }
     // Off, nothing synced the log: the power cut takes every write.
     EXPECT_EQ(present, on ? 100 : 0);
@@ -690,8 +721,11 @@ TEST(DBDurabilityTest, WritersDoNotWaitForTheCommit) {
   std::atomic<bool> done{false};
   std::thread commit = StartSlowCommit(db.get(), &env, &done);
   for (int i = 0; i < 50; ++i) {
+    // GCC bug 105329: a false -Wrestrict in "w" + std::to_string(i).
+    TABLETFS_GCC_BUG_105329_BEGIN
     ASSERT_TRUE(PutRow(db.get(), "w" + std::to_string(i), "v", false).ok());
     ASSERT_EQ(RowCells(db.get(), "w" + std::to_string(i)), 2);
+    TABLETFS_GCC_BUG_105329_END
   }
   // Had the writes waited for the sync, it would be over.
   EXPECT_FALSE(done.load());
@@ -803,7 +837,10 @@ TEST(DBDurabilityTest, CommitThreadRacesWritersAndLogSwitches) {
   for (int t = 0; t < 2; ++t) {
     writers.emplace_back([&db, t] {
       for (int i = 0; i < 300; ++i) {
+        // GCC bug 105329: a false -Wrestrict in "w" + std::to_string(t).
+        TABLETFS_GCC_BUG_105329_BEGIN
         std::string row = "w" + std::to_string(t) + "-" + std::to_string(i);
+        TABLETFS_GCC_BUG_105329_END
         ASSERT_TRUE(PutRow(db.get(), row, std::string(100, 'v'), false).ok());
       }
     });

@@ -77,6 +77,8 @@ uint64_t OpenCell::Attach(Access access, CommittedVersion newest,
     pending_mtime_.reset();
     failed_ = FsError::Ok();
     append_base_ = newest.value.size();
+    appends_.clear();
+    appends_size_ = 0;
     newest_size_.reset();
     newest_hash_.reset();
     if (newest.exists && !node_.at.has_value()) {
@@ -93,7 +95,9 @@ uint64_t OpenCell::Attach(Access access, CommittedVersion newest,
   if (create) fresh_ = true;  // committed even when nothing is written
   d.wrote = create || truncate;
   d.opened_fresh = create || truncate;
-  if (access == Access::kAppend && !loaded_) return id;
+  // O_APPEND|O_TRUNC empties the whole value: a whole-value commit, so
+  // the value is loaded and its appends go to the end of it.
+  if (access == Access::kAppend && !loaded_ && !truncate) return id;
   if (!loaded_) Load(std::move(newest.value));
   if (truncate) {
     // Not a change but a fresh start: until something is written, a commit
@@ -126,12 +130,19 @@ bool OpenCell::IsPageCache(uint64_t id) const {
   return d != nullptr && d->access != Access::kRead && d->page_cache;
 }
 
+std::string OpenCell::PendingAppends() const {
+  std::string out;
+  out.reserve(appends_size_);
+  for (const auto& [id, bytes] : appends_) out.append(bytes);
+  return out;
+}
+
 void OpenCell::Load(std::string committed) {
   value_ = std::move(committed);
-  for (auto& [id, d] : descriptors_) {
-    if (d.appended.empty()) continue;
-    value_.append(d.appended);
-    d.appended.clear();
+  if (!appends_.empty()) {
+    value_.append(PendingAppends());
+    appends_.clear();
+    appends_size_ = 0;
     changes_++;
   }
   loaded_ = true;
@@ -236,7 +247,12 @@ FsError OpenCell::Write(uint64_t id, off_t offset, std::string_view data) {
       Refuse(id, EFBIG);
       return TooBig(max_value_bytes_, end);
     }
-    d->appended.append(data);
+    if (!appends_.empty() && appends_.back().first == id) {
+      appends_.back().second.append(data);
+    } else {
+      appends_.emplace_back(id, std::string(data));
+    }
+    appends_size_ += data.size();
     append_base_ = end;
     d->wrote = true;
     return FsError::Ok();
@@ -286,7 +302,17 @@ void OpenCell::Refuse(uint64_t id, int err) {
   if (d == nullptr) return;
   d->refused = true;
   d->refused_errno = err;
-  d->appended.clear();
+  // Its pending appends go (no lambda: the thread-safety analysis does
+  // not see mu_ held inside one).
+  std::vector<std::pair<uint64_t, std::string>> kept;
+  for (auto& run : appends_) {
+    if (run.first == id) {
+      appends_size_ -= run.second.size();
+    } else {
+      kept.push_back(std::move(run));
+    }
+  }
+  appends_ = std::move(kept);
   if (!placeholder_timestamp_.has_value() || unlinked_ ||
       node_.at.has_value()) {
     return;
@@ -327,7 +353,7 @@ uint64_t OpenCell::SizeAfterWrite(uint64_t id, off_t offset,
                                   size_t size) const {
   const Descriptor* d = Find(id);
   if (d != nullptr && d->access == Access::kAppend && !loaded_) {
-    return d->appended.size() + size;
+    return appends_size_ + size;
   }
   uint64_t end = static_cast<uint64_t>(std::max<off_t>(offset, 0)) + size;
   return loaded_ ? std::max<uint64_t>(value_.size(), end) : end;
@@ -342,7 +368,8 @@ bool OpenCell::NeedsCommit(uint64_t id) const {
   } else if (writers_ == 0) {
     return false;
   }
-  if (!loaded_) return d != nullptr && (fresh_ || !d->appended.empty());
+  // Unloaded: an appender commits what any appender appended.
+  if (!loaded_) return d != nullptr && (fresh_ || !appends_.empty());
   return fresh_ || changes_ != committed_changes_;
 }
 
@@ -353,7 +380,7 @@ bool OpenCell::NeedsCommitAtClose(uint64_t id) const {
 bool OpenCell::OnlyEmptyDue(uint64_t id) const {
   const Descriptor* d = Find(id);
   if (d == nullptr || !d->opened_fresh || !fresh_) return false;
-  return loaded_ ? changes_ == committed_changes_ : d->appended.empty();
+  return loaded_ ? changes_ == committed_changes_ : appends_.empty();
 }
 
 bool OpenCell::NeedsCommitAtRelease(uint64_t id) const {
@@ -371,7 +398,7 @@ void OpenCell::Flushed(uint64_t id, bool at_close) {
 FsError OpenCell::Commit(uint64_t id, int64_t* committed_at) {
   Descriptor* d = id != 0 ? Find(id) : nullptr;
   if (d != nullptr && d->access == Access::kAppend && !loaded_) {
-    return CommitAppend(d, committed_at);
+    return CommitAppend(committed_at);
   }
   if (!loaded_) TABLETFS_FS_RETURN_IF_ERROR(LoadFromStore());
   return CommitValue(committed_at);
@@ -486,7 +513,7 @@ FsError OpenCell::CommitValue(int64_t* committed_at) {
   return FsError::Ok();
 }
 
-FsError OpenCell::CommitAppend(Descriptor* d, int64_t* committed_at) {
+FsError OpenCell::CommitAppend(int64_t* committed_at) {
   const Node& n = node_;
   if (newest_timestamp_.has_value() && *newest_timestamp_ >= NowMicros()) {
     // The store appends at a server timestamp, which would sort below a
@@ -495,10 +522,13 @@ FsError OpenCell::CommitAppend(Descriptor* d, int64_t* committed_at) {
     TABLETFS_FS_RETURN_IF_ERROR(LoadFromStore());
     return CommitValue(committed_at);
   }
+  // Every appender's bytes, in the order they were written: a close
+  // commits what the others appended before it, as on a local disk.
+  const std::string appended = PendingAppends();
   WriteOptions wo;
   bool replaced = false;
   *committed_at = 0;
-  if (placeholder_timestamp_.has_value() && !d->appended.empty()) {
+  if (placeholder_timestamp_.has_value() && !appended.empty()) {
     // `echo x >> new`: replace the empty placeholder, but only while the
     // cell still holds nothing (no other appender came).
     CellCondition still_empty;
@@ -507,7 +537,7 @@ FsError OpenCell::CommitAppend(Descriptor* d, int64_t* committed_at) {
     still_empty.op = CellCondition::Op::kEquals;
     RowMutation m(n.row);
     m.DeleteVersion(n.family, n.qualifier, *placeholder_timestamp_);
-    m.SetCell(n.family, n.qualifier, d->appended);
+    m.SetCell(n.family, n.qualifier, appended);
     auto r = db_->CheckAndMutate(n.table, n.row, still_empty, m,
                                  RowMutation(n.row), wo);
     if (!r.ok()) {
@@ -518,8 +548,7 @@ FsError OpenCell::CommitAppend(Descriptor* d, int64_t* committed_at) {
     replaced = *r;
   }
   if (!replaced) {
-    auto r = db_->Append(n.table, n.row, n.family, n.qualifier, d->appended,
-                         wo);
+    auto r = db_->Append(n.table, n.row, n.family, n.qualifier, appended, wo);
     if (!r.ok()) {
       FsError e = FsErrorFromStatus(r.status());
       Fail(e);
@@ -527,12 +556,13 @@ FsError OpenCell::CommitAppend(Descriptor* d, int64_t* committed_at) {
     }
     *committed_at = r->timestamp;
   }
-  if (fresh_ && d->appended.empty() && !replaced) {
+  if (fresh_ && appended.empty() && !replaced) {
     placeholder_timestamp_ = *committed_at;
   } else {
     placeholder_timestamp_.reset();
   }
-  d->appended.clear();
+  appends_.clear();
+  appends_size_ = 0;
   fresh_ = false;
   committed_once_ = true;
   // The appended version's timestamp is not known when it replaced the

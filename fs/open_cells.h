@@ -19,11 +19,17 @@
 // drops bytes another descriptor wrote: there is only one value.
 //
 // Appenders. While no descriptor of the cell reads or writes at an offset,
-// each O_APPEND descriptor keeps only the bytes it appended since its last
-// commit and commits them through the store's atomic append, so appenders
-// in several processes never lose a line. When a descriptor needs the whole
-// value (a plain writer opens, an appender reads), the pending appends are
-// folded into the one pending value and appends go to its end from then on.
+// the O_APPEND descriptors keep only the bytes appended since the last
+// commit, in the order they were written (one list for the cell, as the
+// one value: a local file holds them in that order), and a commit through
+// any of them stores them all through the store's atomic append, so
+// appenders in several processes never lose a line and a close commits
+// what every descriptor appended before it. When a descriptor needs the
+// whole value (a plain writer opens, an appender reads or truncates, an
+// O_APPEND|O_TRUNC open), the pending appends are folded into the one
+// pending value and appends go to its end from then on (never to the
+// offset the kernel sends: for O_APPEND that is the inode's size as the
+// kernel last saw it, which a reader's stat sets to the committed size).
 //
 // Refusals. A descriptor whose write was refused (EFBIG, ENOSPC, EIO, or a
 // refused fallocate) commits nothing from then on and its later writes fail
@@ -64,6 +70,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "fs/errors.h"
@@ -207,8 +214,6 @@ class OpenCell {
     bool page_cache = false;
     bool refused = false;
     int refused_errno = 0;
-    // Unloaded append mode: the bytes appended since its last commit.
-    std::string appended;
     // Wrote (or truncated, or created the cell) since its last close.
     bool wrote = false;
     // Opened with O_TRUNC or created the cell: while nothing is written,
@@ -220,13 +225,17 @@ class OpenCell {
 
   Descriptor* Find(uint64_t id) REQUIRES(mu_);
   const Descriptor* Find(uint64_t id) const REQUIRES(mu_);
+  // The pending appends, concatenated in write order.
+  std::string PendingAppends() const REQUIRES(mu_);
   // Folds the committed value and the pending appends into value_.
   void Load(std::string committed) REQUIRES(mu_);
   FsError LoadFromStore() REQUIRES(mu_);
   // Re-reads the newest committed version for readers when it changed.
   FsError RefreshCommitted() REQUIRES(mu_);
   FsError CommitValue(int64_t* committed_at) REQUIRES(mu_);
-  FsError CommitAppend(Descriptor* d, int64_t* committed_at) REQUIRES(mu_);
+  // Stores every pending append (unloaded append mode) at the end of the
+  // newest version, through the store's atomic append.
+  FsError CommitAppend(int64_t* committed_at) REQUIRES(mu_);
   FsError ReadNewest(CommittedVersion* out) REQUIRES(mu_);
   // Only the empty value of a fresh open is due through `id`: nothing was
   // written or truncated since it was created or truncated.
@@ -263,6 +272,11 @@ class OpenCell {
   // open that had written nothing: the next commit replaces it (so
   // `echo x > new` makes one version) and a refusal removes it.
   std::optional<int64_t> placeholder_timestamp_ GUARDED_BY(mu_);
+  // Unloaded append mode: the bytes appended since the last commit, in
+  // write order, each run with the descriptor that appended it (a refusal
+  // drops that descriptor's runs).
+  std::vector<std::pair<uint64_t, std::string>> appends_ GUARDED_BY(mu_);
+  uint64_t appends_size_ GUARDED_BY(mu_) = 0;
   // Size of the committed value plus the pending appends (unloaded append
   // mode), so that write() refuses a value past the limit early.
   uint64_t append_base_ GUARDED_BY(mu_) = 0;

@@ -611,13 +611,40 @@ TEST_F(OpenCellsTest, RandomInterleavingsMatchALocalFile) {
   RunRandomOps(false, false);
 }
 
-// The same with a quarter of the descriptors O_APPEND. DISABLED: fails
-// after 5,000 to 7,000 operations (seeds 1, 915767296): a read-write
-// descriptor's pread returns a value shorter than the model (18850 bytes
-// for 20263, 13883 for 16100), the appends of an O_APPEND descriptor
-// missing from the shared value.
+// The same with a quarter of the descriptors O_APPEND. DISABLED: with
+// seeds 1 and 915767296 an O_APPEND|O_TRUNC descriptor (opened as a plain
+// writer by fs/write_path.cc) writes at the offset the kernel sends, its
+// idea of the inode's size, which a reader's stat set to the committed
+// size: its appends overwrite bytes of the shared value. Passes once
+// OpenCellFile and CreateCell open O_APPEND|O_TRUNC as kAppend (OpenCell
+// loads the value for it). Seed 77777 still fails at op 1926: a reader
+// reading through the page cache (opened before the writers) gets zeros
+// up to the kernel's size, which the writers' pending value set.
 TEST_F(OpenCellsTest, DISABLED_RandomInterleavingsWithAppends) {
   RunRandomOps(true, false);
+}
+
+// Two O_APPEND descriptors and no other writer: each keeps its appends
+// out of the value, and the first close commits both, in the order they
+// were written, as on a local disk (it committed only its own bytes, so a
+// reader saw "base\nb\n" and the other's close then made "base\nb\na\n").
+TEST_F(OpenCellsTest, AppendersCloseCommitsEveryAppendInOrder) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && echo base > t/r/f/ap");
+  int a = open(Path("t/r/f/ap").c_str(), O_WRONLY | O_APPEND);
+  int b = open(Path("t/r/f/ap").c_str(), O_RDWR | O_APPEND);
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  ASSERT_EQ(write(a, "a\n", 2), 2);
+  ASSERT_EQ(write(b, "b\n", 2), 2);
+  ASSERT_EQ(write(a, "c\n", 2), 2);
+  EXPECT_EQ(ReadFile(Path("t/r/f/ap")), "base\n");
+  ASSERT_EQ(close(b), 0);
+  EXPECT_EQ(ReadFile(Path("t/r/f/ap")), "base\na\nb\nc\n");
+  ASSERT_EQ(close(a), 0);  // nothing new: no version
+  EXPECT_EQ(ReadFile(Path("t/r/f/ap")), "base\na\nb\nc\n");
+  EXPECT_EQ(ShOk("ls .versions/t/r/f | grep -c '^ap@'"), "2\n");
 }
 
 // The same with reads through MAP_PRIVATE mappings, of the writers and of
@@ -726,7 +753,8 @@ void OpenCellsTest::RunRandomOps(bool appends, bool private_mappings) {
       }
     } else if (what < 78) {
       if (x.readable()) {
-        ASSERT_EQ(Mismatch(PRead(x.fd, 64 << 10), model), "") << "op " << op;
+        ASSERT_EQ(Mismatch(PRead(x.fd, model.size() + 4096), model), "")
+            << "op " << op;
       }
     } else if (what < 85) {
       // Through a shared mapping: read it all, change a range, unmap (the
@@ -798,7 +826,7 @@ void OpenCellsTest::RunRandomOps(bool appends, bool private_mappings) {
         reader = open(path.c_str(), O_RDONLY);
         ASSERT_GE(reader, 0);
       }
-      ASSERT_EQ(Mismatch(PRead(reader, 64 << 10), committed), "")
+      ASSERT_EQ(Mismatch(PRead(reader, committed.size() + 4096), committed), "")
           << "op " << op;
     }
   }

@@ -1,0 +1,166 @@
+#include "fs/data_tree.h"
+
+#include <errno.h>
+
+#include <string>
+#include <utility>
+
+#include "fs/write_path.h"
+
+namespace tabletfs::fs {
+
+FsError DataTreeArea::Stat(const Node& node, uint64_t ino, struct stat* st) {
+  switch (node.kind) {
+    case NodeKind::kRoot:
+      fs_->DirStat(ino, S_IFDIR | 0755, fs_->uid(), fs_->gid(), st);
+      return FsError::Ok();
+    case NodeKind::kTable:
+      TABLETFS_FS_RETURN_IF_ERROR(fs_->TableExists(node.table));
+      fs_->DirStat(ino, S_IFDIR | 0755, fs_->uid(), fs_->gid(), st);
+      return FsError::Ok();
+    case NodeKind::kRow: {
+      DirTimes times;
+      TABLETFS_FS_RETURN_IF_ERROR(DirTimesOf(node, &times));
+      if (!times.newest.has_value() && !MadeByMkdir(node)) {
+        return FsError::Of(ENOENT, "no row " + node.DebugPath());
+      }
+      fs_->DirStat(ino, S_IFDIR | 0755, fs_->uid(), fs_->gid(), st);
+      SetDirMtime(node, times, st);
+      return FsError::Ok();
+    }
+    case NodeKind::kFamily: {
+      auto settings = db_->GetFamily(node.table, node.family);
+      if (!settings.ok()) return FsErrorFromStatus(settings.status());
+      DirTimes times;
+      TABLETFS_FS_RETURN_IF_ERROR(DirTimesOf(node, &times));
+      if (!times.newest.has_value() && !MadeByMkdir(node)) {
+        return FsError::Of(ENOENT, "no cells in " + node.DebugPath());
+      }
+      fs_->DirStat(ino, DirMode(*settings), settings->owner_uid,
+                   settings->owner_gid, st);
+      SetDirMtime(node, times, st);
+      return FsError::Ok();
+    }
+    case NodeKind::kCell: {
+      auto settings = db_->GetFamily(node.table, node.family);
+      if (!settings.ok()) return FsErrorFromStatus(settings.status());
+      return StatCell(node, ino, *settings, st);
+    }
+    default:
+      break;
+  }
+  return FsError::Of(EIO, "unknown node kind");
+}
+
+FsError DataTreeArea::StatCell(const Node& node, uint64_t ino,
+                               const FamilySettings& settings,
+                               struct stat* st) {
+  CellVersion v;
+  TABLETFS_FS_RETURN_IF_ERROR(fs_->ReadVersion(node, &v));
+  if (!v.exists) return FsError::Of(ENOENT, "no cell " + node.DebugPath());
+  fs_->FileStat(ino, settings, v.value.size(), v.timestamp, st);
+  return FsError::Ok();
+}
+
+FsError DataTreeArea::StatOpen(const Node& node, uint64_t ino, FileHandle* h,
+                               struct stat* st) {
+  // The kernel names the descriptor when it refreshes the size before a
+  // cached read: a reader's size is the committed version's, never what
+  // writers hold (it would read past the committed end).
+  if (node.kind != NodeKind::kCell) h = nullptr;
+  const bool reader = h != nullptr && WritePath::IsCellReader(*h);
+  FsError e = Stat(node, reader ? 0 : ino, st);
+  st->st_ino = ino;
+  if (e.err == ENOENT && h != nullptr) {
+    // fstat (and the kernel before a read) of a descriptor whose cell was
+    // removed while open: as on a local disk it works, with no links.
+    auto settings = db_->GetFamily(node.table, node.family);
+    if (settings.ok()) {
+      fs_->FileStat(ino, *settings, WritePath::SizeOf(*h), NowMicros(), st);
+      st->st_nlink = 0;
+      e = FsError::Ok();
+    }
+  }
+  return e;
+}
+
+void DataTreeArea::EntryStat(const DirEntry& de, uint64_t ino,
+                             struct stat* st) {
+  switch (de.node.kind) {
+    case NodeKind::kFamily:
+      if (de.settings.has_value()) {
+        fs_->DirStat(ino, DirMode(*de.settings), de.settings->owner_uid,
+                     de.settings->owner_gid, st);
+        SetDirMtime(de.node, EntryDirTimes(de), st);
+        return;
+      }
+      break;
+    case NodeKind::kRow:
+      fs_->DirStat(ino, S_IFDIR | 0755, fs_->uid(), fs_->gid(), st);
+      if (de.has_timestamp) {
+        SetDirMtime(de.node, EntryDirTimes(de), st);
+      }
+      return;
+    case NodeKind::kCell:
+      if (de.settings.has_value()) {
+        fs_->FileStat(ino, *de.settings, de.size, de.timestamp, st);
+        CellMtime(de.node, de.timestamp, st);
+        return;
+      }
+      break;
+    default:
+      break;
+  }
+  Area::EntryStat(de, ino, st);
+}
+
+FsError DataTreeArea::Open(uint64_t ino, const Node& node,
+                           const OpenRequest& request, bool write,
+                           Opened* out) {
+  if (node.kind != NodeKind::kCell) {
+    return Area::Open(ino, node, request, write, out);
+  }
+  if (write) TABLETFS_FS_RETURN_IF_ERROR(fs_->CheckFuture(node));
+  return OpenVersion(ino, node, out);
+}
+
+FsError DataTreeArea::OpenVersion(uint64_t ino, const Node& n, Opened* out) {
+  // A version (Q@T, .versions, .at) never changes: read at open.
+  CellVersion v;
+  TABLETFS_FS_RETURN_IF_ERROR(fs_->ReadVersion(n, &v));
+  if (!v.exists) return FsError::Of(ENOENT, "no cell " + n.DebugPath());
+  out->keep_cache =
+      inodes_.SameVersionAsLastOpen(ino, v.timestamp, v.value.size());
+  out->handle = fs_->NewBufferHandle(ino, n, FileHandle::Mode::kRead,
+                                     std::move(v.value), false);
+  return FsError::Ok();
+}
+
+FsError DataTreeArea::DirTimesOf(const Node& n, DirTimes* out) {
+  ScanOptions so;
+  so.read.at = Filesystem::ReadAt(n);
+  so.read.max_versions = 1;
+  so.start_row = n.row;
+  so.end_row = RowEnd(n.row);
+  if (n.kind == NodeKind::kFamily) so.read.families = {n.family};
+  auto scanner = db_->NewScanner(n.table, so);
+  if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
+  Scanner& s = **scanner;
+  s.Seek(n.row, n.kind == NodeKind::kFamily ? n.family : std::string());
+  if (n.kind == NodeKind::kFamily) {
+    *out = ScanDirTimes(s, n.row, n.family);
+  } else {
+    *out = ScanDirTimes(s, n.row, {}, MadeFamilies(n));
+  }
+  if (!s.status().ok()) return FsErrorFromStatus(s.status());
+  return FsError::Ok();
+}
+
+void DataTreeArea::SetDirMtime(const Node& dir, const DirTimes& t,
+                               struct stat* st) {
+  std::optional<int64_t> set = DirMtimeSet(dir, t.entries);
+  if (!set.has_value()) set = t.newest;
+  if (set.has_value()) Filesystem::SetMtime(st, *set);
+}
+
+}  // namespace tabletfs::fs

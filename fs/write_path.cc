@@ -1,0 +1,503 @@
+#include "fs/write_path.h"
+
+#include <errno.h>
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "fs/area.h"
+#include "fs/log.h"
+
+namespace tabletfs::fs {
+namespace {
+
+OpenCell::Access AccessOf(FileHandle::Mode m) {
+  switch (m) {
+    case FileHandle::Mode::kRead:
+      return OpenCell::Access::kRead;
+    case FileHandle::Mode::kWrite:
+      return OpenCell::Access::kWrite;
+    case FileHandle::Mode::kAppend:
+      return OpenCell::Access::kAppend;
+  }
+  return OpenCell::Access::kRead;
+}
+
+CommittedVersion ToCommitted(CellVersion v) {
+  CommittedVersion out;
+  out.exists = v.exists;
+  out.timestamp = v.timestamp;
+  out.value = std::move(v.value);
+  return out;
+}
+
+// Whether a writer opened with `flags` may use the page cache (see
+// SetCellIo): read-write, not O_APPEND (the kernel would place appended
+// bytes at its own idea of the end in pages, while the store appends at
+// the committed end), and no reader reading through the page cache.
+bool CanUsePageCache(int flags, OpenCell& cell) REQUIRES(cell.mu()) {
+  return (flags & O_ACCMODE) == O_RDWR && !(flags & O_APPEND) &&
+         !cell.HasCachedReaders();
+}
+
+// How the kernel does a writer's I/O. Writers opened O_RDWR use the page
+// cache, so that MAP_SHARED mappings work (the kernel cannot map a direct
+// I/O file shared); their writes still reach the daemon at once (no
+// writeback cache), and pages they hold are theirs and other writers'
+// pending bytes. So no reader may read through the page cache meanwhile:
+// readers that open while writers are open use direct I/O, and an O_RDWR
+// open while a cached reader is open uses direct I/O too (it cannot be
+// mapped shared then). O_WRONLY writers use direct I/O: their bytes never
+// enter the page cache. `shared_pages`: another page-cache writer is
+// open, so the cached pages are the pending value: keep them.
+void SetCellIo(Opened* out, bool page_cache, bool shared_pages) {
+  out->direct_io = !page_cache;
+  out->keep_cache = page_cache && shared_pages;
+}
+
+bool SameCell(const Node& a, const Node& b) {
+  return a.view == View::kCurrent && b.view == View::kCurrent &&
+         a.table == b.table && a.row == b.row && a.family == b.family &&
+         a.qualifier == b.qualifier;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Opening cells
+// ---------------------------------------------------------------------------
+
+FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
+                                const OpenRequest& request, bool write,
+                                Opened* out) {
+  std::shared_ptr<OpenCell> cell = fs_->open_cells().Get(ino, n);
+  MutexLock lock(cell->mu());
+  // The store is read with the cell's lock held: a writer that commits
+  // and closes meanwhile is either still a writer here or committed.
+  CellVersion v;
+  FsError e = fs_->ReadVersion(n, &v);
+  if (e.ok() && n.at.has_value() && v.exists && v.timestamp != *n.at) {
+    v = CellVersion();  // Q@T is written at exactly T
+  }
+  const bool writers = cell->HasWriters() && !cell->unlinked();
+  bool recreate = false;
+  if (e.ok() && !v.exists && !writers && !n.at.has_value()) {
+    recreate = write && fs_->Vanished(ino);
+    if (!recreate) e = FsError::Of(ENOENT, "no cell " + n.DebugPath());
+  }
+  if (!e.ok()) {
+    fs_->open_cells().Put(cell);
+    return e;
+  }
+  if (!write) {
+    // A reader sees committed versions only. While writers hold bytes not
+    // committed, or write through the page cache, read around the cache
+    // (direct I/O); else let the kernel cache what it read.
+    // (Writers that committed everything and only wait for their
+    // RELEASE, which the kernel sends after the close returned, hold
+    // nothing a reader could see.)
+    const bool direct = cell->HasPending() || cell->HasPageCacheWriters();
+    if (direct) {
+      out->direct_io = true;
+    } else {
+      out->keep_cache = v.exists && fs_->inodes().SameVersionAsLastOpen(
+                                        ino, v.timestamp, v.value.size());
+    }
+    uint64_t desc =
+        cell->Attach(OpenCell::Access::kRead, ToCommitted(std::move(v)), false,
+                     false, !direct);
+    out->handle = std::make_shared<FileHandle>(ino, n, FileHandle::Mode::kRead,
+                                               cell, desc);
+    return FsError::Ok();
+  }
+  const int flags = request.flags;
+  const bool trunc = (flags & O_TRUNC) != 0;
+  FileHandle::Mode m = (flags & O_APPEND) && !trunc && !n.at.has_value()
+                           ? FileHandle::Mode::kAppend
+                           : FileHandle::Mode::kWrite;
+  // Not while a reader reads through the page cache: it would see the
+  // pending bytes there.
+  const bool page_cache = CanUsePageCache(flags, *cell);
+  const bool shared_pages = cell->HasPageCacheWriters();
+  const bool create = recreate || (!v.exists && !writers);
+  uint64_t desc = cell->Attach(AccessOf(m), ToCommitted(std::move(v)), trunc,
+                               create, page_cache);
+  if (recreate) {
+    // Created again: listed while open, and committed (empty when nothing
+    // is written) at close.
+    fs_->ForgetVanished(ino);
+    cell->set_listed_while_open(true);
+    fs_->ephemeral().AddCell(n.table, n.row, n.family, n.qualifier);
+  }
+  SetCellIo(out, page_cache, shared_pages);
+  out->handle = std::make_shared<FileHandle>(ino, n, m, cell, desc);
+  return FsError::Ok();
+}
+
+FsError WritePath::CreateCell(const Node& n, const OpenRequest& request,
+                              Opened* out, Entry* entry) {
+  TABLETFS_FS_RETURN_IF_ERROR(fs_->CheckFuture(n));
+  auto settings = fs_->db()->GetFamily(n.table, n.family);
+  if (!settings.ok()) return FsErrorFromStatus(settings.status());
+  const int flags = request.flags;
+  uint64_t ino = fs_->inodes().Lookup(n);
+  std::shared_ptr<OpenCell> cell = fs_->open_cells().Get(ino, n);
+  MutexLock lock(cell->mu());
+  CellVersion v;
+  FsError e = fs_->ReadVersion(n, &v);
+  if (e.ok() && n.at.has_value() && v.exists && v.timestamp != *n.at) {
+    v = CellVersion();
+  }
+  const bool others = cell->HasWriters() && !cell->unlinked();
+  if (e.ok() && (v.exists || others) && (flags & O_EXCL)) {
+    e = FsError::Of(EEXIST, n.DebugPath() + " exists");
+  }
+  if (!e.ok()) {
+    fs_->open_cells().Put(cell);
+    fs_->inodes().Forget(ino, 1);
+    return e;
+  }
+  const bool create = !v.exists && !others;
+  FileHandle::Mode m = (flags & O_APPEND) && !(flags & O_TRUNC)
+                           ? FileHandle::Mode::kAppend
+                           : FileHandle::Mode::kWrite;
+  if (n.at.has_value()) m = FileHandle::Mode::kWrite;
+  const bool page_cache = CanUsePageCache(flags, *cell);
+  const bool shared_pages = cell->HasPageCacheWriters();
+  fs_->ForgetVanished(ino);  // created again
+  uint64_t desc = cell->Attach(AccessOf(m), ToCommitted(std::move(v)),
+                               (flags & O_TRUNC) != 0, create, page_cache);
+  if (create && !n.at.has_value()) {
+    // A local disk lists a created file at once: until its last
+    // writer closes, listings of the family show the name (nothing is
+    // committed before a close, so a crash leaves no trace).
+    cell->set_listed_while_open(true);
+    fs_->ephemeral().AddCell(n.table, n.row, n.family, n.qualifier);
+  }
+  out->handle = std::make_shared<FileHandle>(ino, n, m, cell, desc);
+  entry->ino = ino;
+  fs_->FileStat(ino, *settings, cell->PendingSize().value_or(0), NowMicros(),
+                &entry->attr);
+  entry->entry_timeout = fs_->EntryTimeout(n);
+  entry->attr_timeout = 0.0;  // a writer is open (CellAttrTimeout)
+  SetCellIo(out, page_cache, shared_pages);
+  return FsError::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// Descriptors
+// ---------------------------------------------------------------------------
+
+FsError WritePath::Read(FileHandle& h, off_t offset, size_t size,
+                        std::string* out) {
+  if (h.cell()) {
+    OpenCell& c = *h.cell();
+    MutexLock lock(c.mu());
+    return c.Read(h.descriptor(), offset, size, out);
+  }
+  MutexLock lock(h.mu());
+  *out = h.Read(offset, size);
+  return FsError::Ok();
+}
+
+FsError WritePath::Write(FileHandle& h, const char* buf, size_t size,
+                         off_t off) {
+  if (h.cell()) return WriteCell(h, buf, size, off);
+  MutexLock lock(h.mu());
+  // A file that buffers in its handle: its area sees the bytes first.
+  TABLETFS_FS_RETURN_IF_ERROR(
+      fs_->AreaOf(h.node()).CheckWrite(h.node(), std::string_view(buf, size)));
+  FsError e = fs_->CheckSpace(
+      std::max<uint64_t>(h.size(), static_cast<uint64_t>(off) + size));
+  if (e.ok()) {
+    e = h.Write(off, std::string_view(buf, size));
+  } else {
+    h.Refuse(e.err);
+  }
+  return e;
+}
+
+FsError WritePath::WriteCell(FileHandle& h, const char* buf, size_t size,
+                             off_t off) {
+  OpenCell& c = *h.cell();
+  const uint64_t desc = h.descriptor();
+  bool stale_pages = false;
+  FsError e;
+  {
+    MutexLock lock(c.mu());
+    e = fs_->CheckSpace(c.SizeAfterWrite(desc, off, size));
+    if (e.ok()) {
+      e = c.Write(desc, off, std::string_view(buf, size));
+      // A direct write changed bytes that page-cache writers (mappings)
+      // may hold.
+      stale_pages = e.ok() && !c.IsPageCache(desc) && c.HasPageCacheWriters();
+    } else {
+      c.Refuse(desc, e.err);
+    }
+  }
+  // A refusal may have removed the empty version of a created file.
+  if (!e.ok() || stale_pages) fs_->InvalidateKernel(c.ino());
+  return e;
+}
+
+FsError WritePath::Truncate(FileHandle& h, uint64_t size) {
+  if (h.cell()) {
+    OpenCell& c = *h.cell();
+    MutexLock lock(c.mu());
+    return c.Truncate(h.descriptor(), size);
+  }
+  MutexLock lock(h.mu());
+  return h.Truncate(size);
+}
+
+FsError WritePath::CommitIfDue(FileHandle& h, bool at_close) {
+  if (h.cell()) {
+    OpenCell& c = *h.cell();
+    MutexLock lock(c.mu());
+    FsError e;
+    const uint64_t d = h.descriptor();
+    if (at_close ? c.NeedsCommitAtClose(d) : c.NeedsCommit(d)) {
+      e = CommitCell(c, d);
+    }
+    if (e.ok()) c.Flushed(d, at_close);
+    return e;
+  }
+  MutexLock lock(h.mu());
+  if (!h.NeedsCommit()) return FsError::Ok();
+  return Commit(h);
+}
+
+void WritePath::Release(FileHandle& h) {
+  if (h.cell()) {
+    ReleaseCell(h);
+    return;
+  }
+  MutexLock lock(h.mu());
+  if (h.NeedsCommit()) {
+    FsError e = Commit(h);
+    if (!e.ok()) {
+      Log(LogLevel::kError, "commit at release of " + h.node().DebugPath() +
+                                " failed: " + e.ToString());
+    }
+  }
+}
+
+void WritePath::ReleaseCell(FileHandle& h) {
+  OpenCell& c = *h.cell();
+  const uint64_t desc = h.descriptor();
+  std::optional<Node> vanished;  // a created cell that never committed
+  bool stale_pages = false;
+  {
+    MutexLock lock(c.mu());
+    if (c.NeedsCommitAtRelease(desc)) {
+      FsError e = CommitCell(c, desc);
+      if (!e.ok()) {
+        Log(LogLevel::kError, "commit at release of " + c.node().DebugPath() +
+                                  " failed: " + e.ToString());
+      }
+    }
+    const bool last_writer = c.IsWriter(desc) && c.writers() == 1;
+    // Pages of a page-cache writer may hold bytes never committed (refused,
+    // or the cell removed): no later reader may be given them.
+    stale_pages = c.IsPageCache(desc) && c.HasPending();
+    if (last_writer) {
+      // A created cell that never committed (its write was refused) is
+      // gone now; the kernel's dentry for it would make the next
+      // open(O_CREAT) of the name fail ENOENT until it timed out.
+      if (c.listed_while_open() && !c.committed_once() && !c.unlinked()) {
+        CellVersion v;
+        if (fs_->ReadVersion(c.node(), &v).ok() && !v.exists) {
+          vanished = c.node();
+        }
+      }
+      Unlist(c);
+    }
+    // Only once committed does the descriptor stop being a writer: an open
+    // or stat that finds no writer then finds the version in the store.
+    c.Detach(desc);
+  }
+  if (vanished.has_value()) {
+    fs_->MarkVanished(c.ino());
+    fs_->ForgetName(*vanished);
+  }
+  if (stale_pages) fs_->InvalidateKernel(c.ino());
+  fs_->open_cells().Put(h.cell());
+}
+
+void WritePath::Fallocate(FileHandle& h) {
+  if (!h.cell()) return;
+  // As a refused write: the descriptor stores nothing, and a name it
+  // created is not kept.
+  OpenCell& c = *h.cell();
+  {
+    MutexLock lock(c.mu());
+    if (c.IsWriter(h.descriptor())) c.Refuse(h.descriptor(), EOPNOTSUPP);
+  }
+  fs_->InvalidateKernel(c.ino());
+}
+
+void WritePath::CommitAtUnmount(
+    const std::vector<std::shared_ptr<FileHandle>>& files) {
+  for (auto& h : files) {
+    FsError e;
+    std::string path;
+    if (h->cell()) {
+      OpenCell& c = *h->cell();
+      MutexLock lock(c.mu());
+      if (c.NeedsCommit(h->descriptor())) e = CommitCell(c, h->descriptor());
+      path = c.node().DebugPath();
+    } else {
+      MutexLock lock(h->mu());
+      if (h->NeedsCommit()) e = Commit(*h);
+      path = h->node().DebugPath();
+    }
+    if (!e.ok()) {
+      Log(LogLevel::kError,
+          "commit of " + path + " at unmount failed: " + e.ToString());
+    }
+  }
+}
+
+std::string WritePath::PathOf(FileHandle& h) {
+  if (h.cell()) {
+    MutexLock lock(h.cell()->mu());
+    return h.cell()->node().DebugPath();
+  }
+  MutexLock lock(h.mu());
+  return h.node().DebugPath();
+}
+
+uint64_t WritePath::SizeOf(FileHandle& h) {
+  if (h.cell()) {
+    OpenCell& c = *h.cell();
+    MutexLock lock(c.mu());
+    return c.SizeFor(h.descriptor());
+  }
+  MutexLock lock(h.mu());
+  return h.size();
+}
+
+bool WritePath::IsCellReader(FileHandle& h) {
+  if (!h.cell()) return false;
+  MutexLock lock(h.cell()->mu());
+  return !h.cell()->IsWriter(h.descriptor());
+}
+
+// ---------------------------------------------------------------------------
+// Commits
+// ---------------------------------------------------------------------------
+
+FsError WritePath::CommitCell(OpenCell& c, uint64_t descriptor) {
+  int64_t committed_at = 0;
+  TABLETFS_FS_RETURN_IF_ERROR(c.Commit(descriptor, &committed_at));
+  if (std::optional<int64_t> mtime = c.TakePendingMtime()) {
+    FsError e = fs_->mtimes().Set(c.node(), committed_at, *mtime);
+    if (!e.ok()) {
+      Log(LogLevel::kError, "the mtime of " + c.node().DebugPath() +
+                                " was not kept: " + e.ToString());
+    }
+  }
+  fs_->ForgetVanished(c.ino());
+  // Readers of the cell were updated by the commit itself; the kernel's
+  // copy, and for a Q@T write the cell Q, are stale. While writers are
+  // open the kernel caches no attributes of the cell (CellAttrTimeout) and
+  // holds no page a reader sees, so only readers that read through the
+  // page cache can see an old version: the reply waits for the notice only
+  // when there are some (a wait per commit costs a thread hand-off).
+  fs_->InvalidateKernel(c.ino(), c.HasCachedReaders());
+  const Node& n = c.node();
+  if (n.at.has_value()) {
+    Node plain = n;
+    plain.at.reset();
+    if (std::optional<uint64_t> other = fs_->inodes().Find(plain)) {
+      fs_->InvalidateInode(*other);
+    }
+  }
+  return FsError::Ok();
+}
+
+FsError WritePath::Commit(FileHandle& h) {
+  // Only files whose area buffers them in their handle (`.schema`) get
+  // here; cells commit through their open state (CommitCell).
+  return fs_->AreaOf(h.node()).Commit(h);
+}
+
+// ---------------------------------------------------------------------------
+// Name changes
+// ---------------------------------------------------------------------------
+
+WritePath::LockedCells::LockedCells(
+    Filesystem* fs, const std::vector<Node>& nodes,
+    bool with_versions) NO_THREAD_SAFETY_ANALYSIS : fs_(fs) {
+  std::vector<uint64_t> inos;
+  for (const Node& n : nodes) {
+    if (auto ino = fs->inodes().Find(n)) inos.push_back(*ino);
+  }
+  if (with_versions) {
+    for (auto& c : fs->open_cells().All()) {
+      std::optional<Node> n = fs->inodes().Get(c->ino());
+      if (n.has_value() && SameCell(*n, nodes[0])) {
+        inos.push_back(c->ino());
+      }
+    }
+  }
+  std::sort(inos.begin(), inos.end());
+  inos.erase(std::unique(inos.begin(), inos.end()), inos.end());
+  for (uint64_t ino : inos) {
+    std::optional<Node> n = fs->inodes().Get(ino);
+    if (!n.has_value() || n->kind != NodeKind::kCell) continue;
+    cells_.push_back(fs->open_cells().Get(ino, *n));
+    cells_.back()->mu()->Lock();
+  }
+}
+
+WritePath::LockedCells::~LockedCells() NO_THREAD_SAFETY_ANALYSIS {
+  for (auto it = cells_.rbegin(); it != cells_.rend(); ++it) {
+    (*it)->mu()->Unlock();
+    fs_->open_cells().Put(*it);
+  }
+}
+
+void WritePath::OrphanWriters(const LockedCells& locked, const Node& cell,
+                              bool with_versions) {
+  for (auto& c : locked.cells()) {
+    c->mu()->AssertHeld();
+    if (with_versions ? SameCell(c->node(), cell) : c->node() == cell) {
+      Unlist(*c);
+      if (!c->unlinked()) fs_->inodes().Unbind(c->node(), c->ino());
+      c->Unlinked();
+    }
+  }
+}
+
+void WritePath::MoveWriters(const LockedCells& locked, const Node& from,
+                            const Node& to) {
+  for (auto& c : locked.cells()) {
+    c->mu()->AssertHeld();
+    if (!c->unlinked() && c->node() == from) {
+      Unlist(*c);  // the rename stored the destination
+      c->Renamed(to);
+    }
+  }
+}
+
+bool WritePath::CreatedAndOpen(const LockedCells& locked, const Node& cell) {
+  std::optional<uint64_t> ino = fs_->inodes().Find(cell);
+  if (!ino.has_value()) return false;
+  for (auto& c : locked.cells()) {
+    c->mu()->AssertHeld();
+    if (c->ino() == *ino) return c->HasWriters() && !c->unlinked();
+  }
+  return false;
+}
+
+void WritePath::Unlist(OpenCell& c) {
+  if (!c.listed_while_open()) return;
+  c.set_listed_while_open(false);
+  const Node& n = c.node();
+  fs_->ephemeral().RemoveCell(n.table, n.row, n.family, n.qualifier);
+}
+
+}  // namespace tabletfs::fs

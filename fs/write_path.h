@@ -1,0 +1,124 @@
+// WritePath: the one place where open files are read, written, committed
+// and released (DESIGN.md "Writing"), for every area that accepts writes:
+// cells of the main tree through their shared open state (fs/open_cells.h),
+// and files that buffer their value in the handle (`.schema` files), whose
+// area checks and commits the buffer (Area::CheckWrite, Area::Commit).
+// Commits happen at each close (FLUSH) and fsync of a descriptor with
+// something new, and at RELEASE for what is left; open states follow their
+// cell through unlink and rename (LockedCells).
+//
+// Thread safety: every method may be called from any thread. A cell's or a
+// handle's mutex is taken here, first in the lock order of
+// fs/inode_table.h; methods marked REQUIRES are called with it held.
+#ifndef TABLETFS_FS_WRITE_PATH_H_
+#define TABLETFS_FS_WRITE_PATH_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fs/errors.h"
+#include "fs/file_handle.h"
+#include "fs/filesystem.h"
+#include "fs/open_cells.h"
+#include "fs/path_map.h"
+#include "store/util/mutex.h"
+
+namespace tabletfs::fs {
+
+class WritePath {
+ public:
+  // REQUIRES: `fs` outlives the write path.
+  explicit WritePath(Filesystem* fs) : fs_(fs) {}
+  WritePath(const WritePath&) = delete;
+  WritePath& operator=(const WritePath&) = delete;
+
+  // ---- Opening cells of the main tree on their shared open state ----
+  // open(2) of the cell `n` (inode `ino`); `write`: for writing.
+  FsError OpenCellFile(uint64_t ino, const Node& n, const OpenRequest& request,
+                       bool write, Opened* out);
+  // create(2) of the cell `n`.
+  FsError CreateCell(const Node& n, const OpenRequest& request, Opened* out,
+                     Entry* entry);
+
+  // ---- Descriptors ----
+  FsError Read(FileHandle& h, off_t offset, size_t size, std::string* out);
+  FsError Write(FileHandle& h, const char* buf, size_t size, off_t off);
+  // ftruncate through the writable descriptor `h`.
+  FsError Truncate(FileHandle& h, uint64_t size);
+  // FLUSH (`at_close`) and FSYNC: commits what the descriptor has new (at a
+  // close, the empty value of a fresh open waits for RELEASE).
+  FsError CommitIfDue(FileHandle& h, bool at_close);
+  // RELEASE: commits what is left and detaches the descriptor.
+  void Release(FileHandle& h);
+  // fallocate is refused: a writer refuses its writes from then on.
+  void Fallocate(FileHandle& h);
+  // At unmount: commits what the handles hold (as RELEASE would).
+  void CommitAtUnmount(const std::vector<std::shared_ptr<FileHandle>>& files);
+  // The path of the file `h` writes to, for log lines.
+  static std::string PathOf(FileHandle& h);
+  // The size descriptor `h` sees (also after its file was removed).
+  static uint64_t SizeOf(FileHandle& h);
+  // Whether `h` reads a cell's committed versions (not a writer).
+  static bool IsCellReader(FileHandle& h);
+
+  // ---- Commits ----
+  // Commits the open cell for its descriptor `descriptor` (0: by path) and
+  // invalidates what the kernel cached of it.
+  FsError CommitCell(OpenCell& c, uint64_t descriptor) REQUIRES(c.mu());
+  // Commits a handle's buffer through its area.
+  FsError Commit(FileHandle& h) REQUIRES(h.mu());
+
+  // ---- Name changes ----
+  // The open states of the cells an unlink or rename changes, locked from
+  // before the store is read until they follow the change, so that no close
+  // commits in between (to a removed name, or to the old name of a moved
+  // cell). Each is held (OpenCells::Get) while locked, so that an open of
+  // the name racing with the change finds it and waits. Locked in inode
+  // order (the lock order in fs/inode_table.h).
+  class LockedCells {
+   public:
+    // The open states of `nodes` (made when none is open) and, with
+    // `with_versions`, those of the Q@T names of nodes[0].
+    LockedCells(Filesystem* fs, const std::vector<Node>& nodes,
+                bool with_versions);
+    ~LockedCells();
+    LockedCells(const LockedCells&) = delete;
+    LockedCells& operator=(const LockedCells&) = delete;
+    const std::vector<std::shared_ptr<OpenCell>>& cells() const {
+      return cells_;
+    }
+
+   private:
+    Filesystem* const fs_;
+    std::vector<std::shared_ptr<OpenCell>> cells_;
+  };
+  // As on a local disk: writers of a removed cell commit nothing more, and
+  // the name is free for a new file: the next create of it gets a new inode
+  // and open state, while the open descriptors keep the removed one. With
+  // `with_versions` (rm Q removes every version), also the writers of its
+  // Q@T names.
+  void OrphanWriters(const LockedCells& locked, const Node& cell,
+                     bool with_versions);
+  // As on a local disk: writers of a renamed cell commit to its new name.
+  void MoveWriters(const LockedCells& locked, const Node& from, const Node& to);
+  // Whether `cell` was created by a descriptor still open that committed
+  // nothing yet (it exists, empty, for unlink and rename).
+  bool CreatedAndOpen(const LockedCells& locked, const Node& cell);
+
+ private:
+  FsError WriteCell(FileHandle& h, const char* buf, size_t size, off_t off);
+  void ReleaseCell(FileHandle& h);
+  // A created cell stops being listed from memory (it is in the store, or
+  // gone).
+  void Unlist(OpenCell& c) REQUIRES(c.mu());
+
+  Filesystem* const fs_;
+};
+
+}  // namespace tabletfs::fs
+
+#endif  // TABLETFS_FS_WRITE_PATH_H_

@@ -9,7 +9,7 @@
 // A write handle holds the whole value in a buffer: it starts from the
 // newest value (empty with O_TRUNC or when created), and random writes,
 // truncates and reads go to the buffer as on a regular file. The buffer is
-// committed as one new version by the caller (fs/fuse_ops.cc) on FLUSH when
+// committed as one new version by the caller (fs/write_path.cc) on FLUSH when
 // the handle wrote since its last commit, and on RELEASE for what is left. A
 // handle that created or truncated the file and wrote nothing commits an
 // empty value. An O_APPEND handle keeps only the bytes written since its

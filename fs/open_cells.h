@@ -9,7 +9,7 @@
 // the whole pending value as one new version, stamped at least 1 µs after
 // the newest version the cell has, so that a write always becomes current;
 // a commit of exactly the newest version's bytes adds no version.
-// The caller (fs/fuse_ops.cc) commits on each close (FLUSH), fsync and
+// The caller (fs/write_path.cc) commits on each close (FLUSH), fsync and
 // msync(MS_SYNC) of a descriptor when something is new, and at RELEASE for
 // what is left (the last unmap of a closed descriptor). A created or
 // truncated open that has written nothing commits its empty value at

@@ -2,7 +2,7 @@
 // name in each directory refers to (a table, a row, a family, a cell, a cell
 // version, a `.schema` entry) and the name each node is listed under. A pure
 // mapping: no FUSE, no store access. Whether a node exists is decided by the
-// caller (fs/fuse_ops.cc) against the store.
+// caller (the namespace areas, fs/area.h) against the store.
 //
 // Thread safety: plain values and pure functions.
 #ifndef TABLETFS_FS_PATH_MAP_H_

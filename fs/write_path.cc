@@ -114,7 +114,11 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
   }
   const int flags = request.flags;
   const bool trunc = (flags & O_TRUNC) != 0;
-  FileHandle::Mode m = (flags & O_APPEND) && !trunc && !n.at.has_value()
+  // O_APPEND writes always go to the end, O_TRUNC or not: as a plain
+  // writer, an O_APPEND|O_TRUNC descriptor would write at the kernel's
+  // idea of the size, which a reader's stat may have set to the committed
+  // size, in the middle of the shared value.
+  FileHandle::Mode m = (flags & O_APPEND) && !n.at.has_value()
                            ? FileHandle::Mode::kAppend
                            : FileHandle::Mode::kWrite;
   // Not while a reader reads through the page cache: it would see the
@@ -160,9 +164,9 @@ FsError WritePath::CreateCell(const Node& n, const OpenRequest& request,
     return e;
   }
   const bool create = !v.exists && !others;
-  FileHandle::Mode m = (flags & O_APPEND) && !(flags & O_TRUNC)
-                           ? FileHandle::Mode::kAppend
-                           : FileHandle::Mode::kWrite;
+  // As in OpenCellFile: O_APPEND appends, with O_TRUNC too.
+  FileHandle::Mode m = (flags & O_APPEND) ? FileHandle::Mode::kAppend
+                                          : FileHandle::Mode::kWrite;
   if (n.at.has_value()) m = FileHandle::Mode::kWrite;
   const bool page_cache = CanUsePageCache(flags, *cell);
   const bool shared_pages = cell->HasPageCacheWriters();

@@ -13,11 +13,20 @@ FsError DataTreeArea::Stat(const Node& node, uint64_t ino, struct stat* st) {
   switch (node.kind) {
     case NodeKind::kRoot:
       fs_->DirStat(ino, S_IFDIR | 0755, fs_->uid(), fs_->gid(), st);
+      if (node.view == View::kCurrent) {
+        DirTimes times;
+        TABLETFS_FS_RETURN_IF_ERROR(DirTimesOf(node, &times));
+        SetDirMtime(node, times, st);
+      }
       return FsError::Ok();
-    case NodeKind::kTable:
+    case NodeKind::kTable: {
       TABLETFS_FS_RETURN_IF_ERROR(fs_->TableExists(node.table));
+      DirTimes times;
+      TABLETFS_FS_RETURN_IF_ERROR(DirTimesOf(node, &times));
       fs_->DirStat(ino, S_IFDIR | 0755, fs_->uid(), fs_->gid(), st);
+      SetDirMtime(node, times, st);
       return FsError::Ok();
+    }
     case NodeKind::kRow: {
       DirTimes times;
       TABLETFS_FS_RETURN_IF_ERROR(DirTimesOf(node, &times));
@@ -87,6 +96,11 @@ FsError DataTreeArea::StatOpen(const Node& node, uint64_t ino, FileHandle* h,
 void DataTreeArea::EntryStat(const DirEntry& de, uint64_t ino,
                              struct stat* st) {
   switch (de.node.kind) {
+    case NodeKind::kTable:
+      // A table's entries are known also without cells (rows made by mkdir).
+      fs_->DirStat(ino, S_IFDIR | 0755, fs_->uid(), fs_->gid(), st);
+      SetDirMtime(de.node, EntryDirTimes(de), st);
+      return;
     case NodeKind::kFamily:
       if (de.settings.has_value()) {
         fs_->DirStat(ino, DirMode(*de.settings), de.settings->owner_uid,
@@ -137,9 +151,27 @@ FsError DataTreeArea::OpenVersion(uint64_t ino, const Node& n, Opened* out) {
 }
 
 FsError DataTreeArea::DirTimesOf(const Node& n, DirTimes* out) {
+  if (n.kind == NodeKind::kRoot) {
+    auto tables = db_->ListTables();
+    if (!tables.ok()) return FsErrorFromStatus(tables.status());
+    std::erase(*tables, std::string(kReservedTableName));
+    *out = RootDirTimes(*tables);
+    return FsError::Ok();
+  }
   ScanOptions so;
   so.read.at = Filesystem::ReadAt(n);
   so.read.max_versions = 1;
+  if (n.kind == NodeKind::kTable) {
+    // Bounded: the table's first rows (ScanTableTimes).
+    auto scanner = db_->NewScanner(n.table, so);
+    if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
+    Scanner& s = **scanner;
+    s.SeekToFirst();
+    *out = ScanTableTimes(
+        s, n.view == View::kCurrent ? &ephemeral_ : nullptr, n.table);
+    if (!s.status().ok()) return FsErrorFromStatus(s.status());
+    return FsError::Ok();
+  }
   so.start_row = n.row;
   so.end_row = RowEnd(n.row);
   if (n.kind == NodeKind::kFamily) so.read.families = {n.family};

@@ -40,8 +40,9 @@ class DataTreeArea : public Area {
   FsError Open(uint64_t ino, const Node& node, const OpenRequest& request,
                bool write, Opened* out) override;
 
-  // The DirTimes of a row or family directory (as of its view's time).
-  // Reads no value.
+  // The DirTimes of a root, table, row or family directory (as of its
+  // view's time; a table's from its first rows: ScanTableTimes). Reads no
+  // value.
   FsError DirTimesOf(const Node& dir, DirTimes* out);
 
  protected:
@@ -74,8 +75,9 @@ class DataTreeArea : public Area {
     (void)timestamp;
     (void)st;
   }
-  // A row's or family's mtime (DirTimes); a directory without cells (made
-  // by mkdir) and no mtime set has the mount's start time.
+  // A root's, table's, row's or family's mtime (DirTimes); a directory
+  // without cells (the root, one made by mkdir, an empty table) and no
+  // mtime set has the mount's start time.
   void SetDirMtime(const Node& dir, const DirTimes& t, struct stat* st);
   static DirTimes EntryDirTimes(const DirEntry& de) {
     DirTimes t;

@@ -19,6 +19,21 @@ std::string RowEnd(std::string_view row) {
   return end;
 }
 
+// DirTimes with `newest` whose entries are `names` (in any order).
+DirTimes Fingerprint(std::vector<std::string> names,
+                     std::optional<int64_t> newest) {
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  uint64_t hash = 0;
+  for (const std::string& name : names) {
+    hash = Hash64(name, hash ^ name.size());
+  }
+  DirTimes t;
+  t.newest = newest;
+  t.entries = static_cast<int64_t>(hash >> 1);
+  return t;
+}
+
 }  // namespace
 
 DirHandle::DirHandle(Bigtable* db, EphemeralDirs* ephemeral, Node dir)
@@ -178,6 +193,25 @@ FsError DirHandle::LoadNames() {
             ChildBase(dir_.kind == NodeKind::kRoot ? NodeKind::kTable
                                                    : NodeKind::kSchemaTable);
         e.node.table = t;
+        if (dir_.kind == NodeKind::kRoot) {
+          // The table's mtime, as Stat gives it (bounded: ScanTableTimes).
+          ScanOptions so;
+          so.read = ViewReadOptions();
+          so.read.max_versions = 1;
+          auto scanner = db_->NewScanner(t, so);
+          if (scanner.status().IsNotFound()) continue;  // dropped meanwhile
+          if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
+          (*scanner)->SeekToFirst();
+          DirTimes times = ScanTableTimes(
+              **scanner, dir_.view == View::kCurrent ? ephemeral_ : nullptr,
+              t);
+          if (!(*scanner)->status().ok()) {
+            return FsErrorFromStatus((*scanner)->status());
+          }
+          e.has_timestamp = times.newest.has_value();
+          e.timestamp = times.newest.value_or(0);
+          e.entries = times.entries;
+        }
         names_.push_back(std::move(e));
       }
       break;
@@ -301,15 +335,50 @@ DirTimes ScanDirTimes(Scanner& s, std::string_view row,
     }
     s.NextColumn();
   }
-  if (family.empty()) {
-    std::sort(made.begin(), made.end());
-    made.erase(std::unique(made.begin(), made.end()), made.end());
-    for (const std::string& name : made) {
-      hash = Hash64(name, hash ^ name.size());
-    }
-  }
+  if (family.empty()) return Fingerprint(std::move(made), t.newest);
   t.entries = static_cast<int64_t>(hash >> 1);
   return t;
+}
+
+DirTimes ScanTableTimes(Scanner& s, EphemeralDirs* made,
+                        std::string_view table) {
+  std::optional<int64_t> newest;
+  std::vector<std::string> rows;
+  size_t cells = 0;
+  bool cut = false;  // rows past the ones read exist
+  while (s.Valid()) {
+    if (cells == kTableTimesCells) {
+      cut = true;
+      break;
+    }
+    if (rows.empty() || s.row() != rows.back()) {
+      if (rows.size() == kTableTimesRows) {
+        cut = true;
+        break;
+      }
+      rows.emplace_back(s.row());
+    }
+    newest = std::max(newest.value_or(s.timestamp()), s.timestamp());
+    cells++;
+    s.NextColumn();
+  }
+  if (made != nullptr) {
+    // The rows made by mkdir within the same first part of the table.
+    std::optional<std::string> row = made->NextRow(table, {}, false);
+    for (size_t n = 0; row.has_value() && n < kTableTimesRows; n++) {
+      if (cut && !rows.empty() && *row > rows.back()) break;
+      rows.push_back(*row);
+      row = made->NextRow(table, rows.back(), true);
+    }
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    if (rows.size() > kTableTimesRows) rows.resize(kTableTimesRows);
+  }
+  return Fingerprint(std::move(rows), newest);
+}
+
+DirTimes RootDirTimes(const std::vector<std::string>& tables) {
+  return Fingerprint(tables, std::nullopt);
 }
 
 FsError DirHandle::NextRowEntry(std::optional<DirEntry>* out) {

@@ -24,12 +24,14 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fs/ephemeral_dirs.h"
@@ -47,9 +49,10 @@ struct DirEntry {
   // "." and "..": no node, no lookup count.
   bool is_dot = false;
   Node node;
-  // Cells: newest version's size and timestamp. Rows and families with
-  // cells: the newest timestamp of their cells and the fingerprint of
-  // their entries (DirTimes).
+  // Cells: newest version's size and timestamp. Tables, rows and families
+  // with cells: the newest timestamp of their cells and the fingerprint of
+  // their entries (DirTimes; a table's `entries` is set also without
+  // cells).
   uint64_t size = 0;
   int64_t timestamp = 0;
   bool has_timestamp = false;
@@ -58,12 +61,13 @@ struct DirEntry {
   std::optional<FamilySettings> settings;
 };
 
-// What the mtime of a row or family directory follows: the newest
+// What the mtime of a table, row or family directory follows: the newest
 // timestamp of its cells, and a fingerprint of its entries (the names of
-// the families of a row, of the qualifiers of a family). Its mtime is the
-// one utimensat set for exactly these entries (rsync -a sets every
-// directory's), else the newest timestamp; as on a local disk, writing a
-// file in it changes only its mtime when the entries change.
+// the rows of a table, of the families of a row, of the qualifiers of a
+// family). Its mtime is the one utimensat set for exactly these entries
+// (rsync -a sets every directory's), else the newest timestamp; as on a
+// local disk, writing a file in it changes only its mtime when the entries
+// change. The root's entries are the tables; it has no newest timestamp.
 struct DirTimes {
   std::optional<int64_t> newest;  // nullopt: no cells
   int64_t entries = 0;            // fingerprint, >= 0
@@ -75,6 +79,22 @@ struct DirTimes {
 DirTimes ScanDirTimes(Scanner& s, std::string_view row,
                       std::string_view family,
                       std::vector<std::string> made = {});
+
+// A table's DirTimes are bounded, so that a stat of a table and a listing
+// of the mount root stay cheap however big the tables are (the interface
+// offers no newest timestamp of a table): they follow the table's first
+// kTableTimesRows rows, reading at most kTableTimesCells cells (newest
+// versions, no value). A table with more is judged by that first part:
+// changes past it change neither its newest timestamp nor its entries.
+inline constexpr size_t kTableTimesRows = 1024;
+inline constexpr size_t kTableTimesCells = 16384;
+// The DirTimes of the table `s` scans, from its position on (its first
+// row). A table's entries also count the rows made by mkdir that have no
+// cells yet (from `made`, when not null). Reads no value.
+DirTimes ScanTableTimes(Scanner& s, EphemeralDirs* made,
+                        std::string_view table);
+// The DirTimes of the root whose tables are `tables` (sorted).
+DirTimes RootDirTimes(const std::vector<std::string>& tables);
 
 class DirHandle {
  public:

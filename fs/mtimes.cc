@@ -36,7 +36,10 @@ std::optional<int64_t> Decode(std::string_view s) {
 
 std::string Mtimes::Key(const Node& node) {
   std::string key;
-  PutLengthPrefixed(&key, node.table);
+  PutLengthPrefixed(&key, node.table);  // the root: "" (no table is)
+  if (node.kind == NodeKind::kRoot || node.kind == NodeKind::kTable) {
+    return key;
+  }
   PutLengthPrefixed(&key, node.row);
   if (node.kind == NodeKind::kRow) return key;
   PutLengthPrefixed(&key, node.family);

@@ -16,10 +16,11 @@
 // policy at the next record of the cell. User tables never hold any of it,
 // so reads of them through the API see only user data.
 //
-// Row and family directories (rsync -a sets their mtimes) work the same
-// way: their "version" is the fingerprint of their entries (fs/dir_handle.h
-// DirTimes), and their row key holds only the table and row (and family)
-// fields.
+// Root, table, row and family directories (rsync -a sets their mtimes)
+// work the same way: their "version" is the fingerprint of their entries
+// (fs/dir_handle.h DirTimes), and their row key holds only the table and
+// row (and family) fields: a table's only the table, the root's an empty
+// table name.
 //
 // Cost: a table none of whose cells has a set mtime costs one scan of
 // kTable at the first stat in it, then nothing (remembered per table).
@@ -54,9 +55,10 @@ class Mtimes {
   // The mtime of `cell` (main tree, no `@T`) whose newest version has
   // timestamp `version`: the one set for that version, else `version`.
   int64_t Get(const Node& cell, int64_t version);
-  // The mtime set for `version` of `node` (a cell, row or family), if any.
+  // The mtime set for `version` of `node` (a cell or a root, table, row or
+  // family directory), if any.
   std::optional<int64_t> Find(const Node& node, int64_t version);
-  // Sets the mtime of the version `version` of `node`. For a row or family
+  // Sets the mtime of the version `version` of `node`. For a directory
   // `version` is the fingerprint of its entries (DirTimes), in no order:
   // the record replaces any other.
   FsError Set(const Node& node, int64_t version, int64_t mtime);

@@ -428,7 +428,8 @@ FsError TablesArea::SetMtime(const Node& n, uint64_t ino, int64_t micros) {
     if (!pending) return SetCellMtime(n, micros, ino);
     return FsError::Ok();
   }
-  if (n.kind == NodeKind::kRow || n.kind == NodeKind::kFamily) {
+  if (n.kind == NodeKind::kRoot || n.kind == NodeKind::kTable ||
+      n.kind == NodeKind::kRow || n.kind == NodeKind::kFamily) {
     // Kept for the directory's entries as they are (DirTimes).
     DirTimes times;
     TABLETFS_FS_RETURN_IF_ERROR(DirTimesOf(n, &times));

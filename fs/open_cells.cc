@@ -118,6 +118,7 @@ void OpenCell::Detach(uint64_t id) {
     cached_readers_--;
   }
   descriptors_.erase(it);
+  detached_.SignalAll();
 }
 
 bool OpenCell::IsWriter(uint64_t id) const {
@@ -391,8 +392,31 @@ bool OpenCell::NeedsCommitAtRelease(uint64_t id) const {
 void OpenCell::Flushed(uint64_t id, bool at_close) {
   Descriptor* d = Find(id);
   if (d == nullptr) return;
-  if (at_close && OnlyEmptyDue(id) && NeedsCommit(id)) return;  // RELEASE
+  if (at_close && OnlyEmptyDue(id) && NeedsCommit(id)) {
+    d->empty_awaits_release = true;  // committed at RELEASE
+    return;
+  }
   d->wrote = false;
+}
+
+bool OpenCell::HasEmptyAwaitingRelease() const {
+  for (const auto& [id, d] : descriptors_) {
+    if (d.empty_awaits_release && OnlyEmptyDue(id) && NeedsCommit(id)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool OpenCell::AwaitEmptyRelease(std::chrono::microseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (HasEmptyAwaitingRelease()) {
+    auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    WaitDetached(left);
+  }
+  return true;
 }
 
 FsError OpenCell::Commit(uint64_t id, int64_t* committed_at) {

@@ -62,6 +62,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -165,6 +166,15 @@ class OpenCell {
   // is committed or was due at that moment (for a close: unless only the
   // empty value was due, which then waits for RELEASE).
   void Flushed(uint64_t id, bool at_close) REQUIRES(mu_);
+  // Whether a descriptor was closed with only its empty value due, which
+  // its RELEASE commits. The kernel sends RELEASE after the last close()
+  // returned, so `: > f; cat f` could open f before it arrives.
+  bool HasEmptyAwaitingRelease() const REQUIRES(mu_);
+  // Waits (releasing mu()) until no such descriptor is left, at most
+  // `timeout`; false on timeout (a dup of the descriptor is still open,
+  // as while `cmd > f` runs: readers then see the old value). Only a
+  // multi-threaded session may wait: RELEASE is served by another thread.
+  bool AwaitEmptyRelease(std::chrono::microseconds timeout) REQUIRES(mu_);
   // Commits for descriptor `id`; on failure the cell's later writes report
   // EIO. *committed_at gets the new version's timestamp.
   FsError Commit(uint64_t id, int64_t* committed_at) REQUIRES(mu_);
@@ -219,6 +229,8 @@ class OpenCell {
     // Opened with O_TRUNC or created the cell: while nothing is written,
     // its close leaves the empty value to its RELEASE.
     bool opened_fresh = false;
+    // Closed while only its empty value was due (see Flushed()).
+    bool empty_awaits_release = false;
     // A reader without the page cache: the version it reads.
     std::shared_ptr<const std::string> pinned;
   };
@@ -241,6 +253,12 @@ class OpenCell {
   // written or truncated since it was created or truncated.
   bool OnlyEmptyDue(uint64_t id) const REQUIRES(mu_);
   void Fail(const FsError& e) REQUIRES(mu_) { failed_ = e; }
+  // CondVar::WaitFor names the CondVar's own mutex, which the analysis
+  // cannot match with mu_.
+  bool WaitDetached(std::chrono::microseconds timeout) REQUIRES(mu_)
+      NO_THREAD_SAFETY_ANALYSIS {
+    return detached_.WaitFor(timeout);
+  }
 
   Bigtable* const db_;
   const uint64_t ino_;
@@ -248,6 +266,8 @@ class OpenCell {
   std::atomic<uint64_t> generation_{1};
 
   mutable Mutex mu_;
+  // Signalled when a descriptor detaches (AwaitEmptyRelease).
+  CondVar detached_{&mu_};
   Node node_ GUARDED_BY(mu_);
   uint64_t next_id_ GUARDED_BY(mu_) = 1;
   std::map<uint64_t, Descriptor> descriptors_ GUARDED_BY(mu_);

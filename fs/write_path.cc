@@ -4,8 +4,12 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string>
+#include <thread>
 
 #include "fs/area.h"
 #include "fs/log.h"
@@ -24,6 +28,11 @@ OpenCell::Access AccessOf(FileHandle::Mode m) {
   }
   return OpenCell::Access::kRead;
 }
+
+// How long a reader's open waits for the RELEASE of a closed `>` whose
+// empty value is still due (OpenCell::AwaitEmptyRelease). RELEASE follows
+// the close within microseconds; a dup still open keeps it away for good.
+constexpr std::chrono::milliseconds kEmptyReleaseWait{50};
 
 CommittedVersion ToCommitted(CellVersion v) {
   CommittedVersion out;
@@ -74,6 +83,13 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
                                 Opened* out) {
   std::shared_ptr<OpenCell> cell = fs_->open_cells().Get(ino, n);
   MutexLock lock(cell->mu());
+  if (!write && !fs_->options().single_threaded) {
+    // `: > f; cat f`: the empty value of the closed `>` is committed by
+    // its RELEASE, which the kernel sends as that close() returns; wait
+    // for it (bounded: while `cmd > f` runs, a dup is still open and
+    // readers see the old value).
+    cell->AwaitEmptyRelease(kEmptyReleaseWait);
+  }
   // The store is read with the cell's lock held: a writer that commits
   // and closes meanwhile is either still a writer here or committed.
   CellVersion v;
@@ -289,6 +305,17 @@ void WritePath::Release(FileHandle& h) {
 }
 
 void WritePath::ReleaseCell(FileHandle& h) {
+  // TEST HOOK, not for production: hold each RELEASE of a cell back, so
+  // that a test sees a reader's open that does not wait for it fail.
+  static const std::chrono::milliseconds release_delay = [] {
+    const char* env = getenv("TABLETFS_TEST_RELEASE_DELAY_MS");
+    if (env == nullptr) return std::chrono::milliseconds(0);
+    Log(LogLevel::kWarning, std::string("test hook: "
+                                        "TABLETFS_TEST_RELEASE_DELAY_MS=") +
+                                env + ": every RELEASE of a cell is delayed");
+    return std::chrono::milliseconds(atoi(env));
+  }();
+  if (release_delay.count() > 0) std::this_thread::sleep_for(release_delay);
   OpenCell& c = *h.cell();
   const uint64_t desc = h.descriptor();
   std::optional<Node> vanished;  // a created cell that never committed

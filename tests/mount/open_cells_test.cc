@@ -249,6 +249,30 @@ TEST_F(OpenCellsTest, ShellRedirectionShowsNoEmptyVersion) {
   EXPECT_EQ(Versions("tr").size(), 3u);  // old, new, then the empty one
 }
 
+// `: > f; cat f` prints nothing: the empty value that the close leaves
+// to RELEASE (sent as close() returns) is committed before a reader's
+// open right after reads the cell: the open waits for that RELEASE. The
+// test hook delays every RELEASE by 10 ms (the open waits up to 50 ms), so
+// an open that did not wait would read the old value every time.
+TEST_F(OpenCellsTest, AReaderRightAfterATruncatingCloseSeesTheEmptyValue) {
+  CreateTable("t", {"f"});
+  ASSERT_EQ(TryMountForeground({}, {"TABLETFS_TEST_RELEASE_DELAY_MS=10"},
+                               tmp() + "/daemon.log"),
+            0);
+  ShOk("mkdir -p t/r/f");
+  const std::string path = Path("t/r/f/e");
+  for (int i = 0; i < 50; i++) {
+    WriteFile(path, "old value");
+    int fd = open(path.c_str(), O_WRONLY | O_TRUNC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(close(fd), 0);
+    ASSERT_EQ(ReadFile(path), "") << "round " << i;
+  }
+  EXPECT_EQ(ShOk("cd t/r/f && for i in $(seq 20); do echo old > s;"
+                 " : > s; [ -z \"$(cat s)\" ] || echo stale; done"),
+            "");
+}
+
 // A reader that opened before any writer reads through the page cache;
 // a stat by path meanwhile reports the writers' pending size (empty after
 // O_TRUNC), which the kernel applies to the inode. The reader still reads

@@ -58,6 +58,8 @@ struct ChangeEvent {
   // before the drop.
   int64_t timestamp = 0;
   ChangeKind kind = ChangeKind::kSetCell;
+  // The WriteOptions::origin of the write; 0 for schema drops.
+  uint64_t origin = 0;
 
   bool operator==(const ChangeEvent &other) const = default;
 };

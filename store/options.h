@@ -88,6 +88,12 @@ struct WriteOptions {
   // true: it survives power loss at once (the log is synced before
   // returning).
   bool sync = false;
+  // Who writes, copied into the change events of this write
+  // (ChangeEvent::origin, store/changes.h), so that a subscriber can tell
+  // its own writes from those of other doors (the mount skips its own: it
+  // invalidated the kernel's cache for them already). 0: no one in
+  // particular. The store gives it no other meaning.
+  uint64_t origin = 0;
 };
 
 // A column: family and qualifier.

@@ -138,6 +138,7 @@ class DBImpl final : public DB {
     std::string_view table;
     const RowMutation* mutation = nullptr;
     bool sync = false;
+    uint64_t origin = 0;  // WriteOptions::origin, for the change events
     bool flush = false;
     bool done = false;
     Status status;

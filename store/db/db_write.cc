@@ -117,7 +117,7 @@ void DBImpl::PublishGroup(const std::vector<Writer*>& group) {
   for (const Writer* x : group) {
     if (!x->status.ok()) continue;  // refused when revalidated
     ChangeHub::AppendMutationEvents(x->table, *x->mutation, x->timestamp,
-                                    &events);
+                                    x->origin, &events);
   }
   changes_.Publish(events);
 }
@@ -168,6 +168,7 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
   w.table = table;
   w.mutation = &mutation;
   w.sync = options.sync;
+  w.origin = options.origin;
 
   MutexLock l(&mu_);
   writers_.push_back(&w);

@@ -316,15 +316,15 @@ class ReferenceBigtable final : public Bigtable {
   // ---- Writes ----
 
   Result<int64_t> Apply(std::string_view table, const RowMutation& mutation,
-                        const WriteOptions& /*options*/) override {
+                        const WriteOptions& options) override {
     MutexLock l(&mu_);
-    return ApplyLocked(table, mutation);
+    return ApplyLocked(table, mutation, options.origin);
   }
 
   Result<AppendResult> Append(std::string_view table, std::string_view row,
                               std::string_view family,
                               std::string_view qualifier, std::string_view data,
-                              const WriteOptions& /*options*/) override {
+                              const WriteOptions& options) override {
     TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
     MutexLock l(&mu_);
     TABLETFS_ASSIGN_OR_RETURN(std::vector<Cell> cells,
@@ -338,14 +338,15 @@ class ReferenceBigtable final : public Bigtable {
     value.append(data);
     RowMutation m{std::string(row)};
     m.SetCell(family, qualifier, value);
-    TABLETFS_ASSIGN_OR_RETURN(int64_t ts, ApplyLocked(table, m));
+    TABLETFS_ASSIGN_OR_RETURN(int64_t ts,
+                              ApplyLocked(table, m, options.origin));
     return AppendResult{ts, value.size()};
   }
 
   Result<int64_t> Increment(std::string_view table, std::string_view row,
                             std::string_view family, std::string_view qualifier,
                             int64_t delta,
-                            const WriteOptions& /*options*/) override {
+                            const WriteOptions& options) override {
     TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
     MutexLock l(&mu_);
     TABLETFS_ASSIGN_OR_RETURN(std::vector<Cell> cells,
@@ -367,7 +368,7 @@ class ReferenceBigtable final : public Bigtable {
     }
     RowMutation m{std::string(row)};
     m.SetCell(family, qualifier, encoded);
-    TABLETFS_RETURN_IF_ERROR(ApplyLocked(table, m).status());
+    TABLETFS_RETURN_IF_ERROR(ApplyLocked(table, m, options.origin).status());
     return static_cast<int64_t>(next);
   }
 
@@ -375,7 +376,7 @@ class ReferenceBigtable final : public Bigtable {
                               const CellCondition& condition,
                               const RowMutation& if_true,
                               const RowMutation& if_false,
-                              const WriteOptions& /*options*/) override {
+                              const WriteOptions& options) override {
     TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
     for (const RowMutation* m : {&if_true, &if_false}) {
       if (!m->empty() && m->row() != row) {
@@ -406,7 +407,8 @@ class ReferenceBigtable final : public Bigtable {
     }
     const RowMutation& chosen = holds ? if_true : if_false;
     if (!chosen.empty()) {
-      TABLETFS_RETURN_IF_ERROR(ApplyLocked(table, chosen).status());
+      TABLETFS_RETURN_IF_ERROR(
+          ApplyLocked(table, chosen, options.origin).status());
     }
     return holds;
   }
@@ -598,8 +600,8 @@ class ReferenceBigtable final : public Bigtable {
 
   // Validates and applies `m` at a new server timestamp; publishes its
   // events.
-  Result<int64_t> ApplyLocked(std::string_view table, const RowMutation& m)
-      REQUIRES(mu_) {
+  Result<int64_t> ApplyLocked(std::string_view table, const RowMutation& m,
+                              uint64_t origin) REQUIRES(mu_) {
     TABLETFS_ASSIGN_OR_RETURN(Table * t, FindTable(table));
     TABLETFS_RETURN_IF_ERROR(Validate(*t, m));
     const int64_t commit_ts = std::max(clock_->NowMicros(), last_ts_ + 1);
@@ -641,7 +643,7 @@ class ReferenceBigtable final : public Bigtable {
     }
     if (changes_.HasSubscribers()) {
       std::vector<ChangeEvent> events;
-      ChangeHub::AppendMutationEvents(table, m, commit_ts, &events);
+      ChangeHub::AppendMutationEvents(table, m, commit_ts, origin, &events);
       changes_.Publish(events);
     }
     return commit_ts;

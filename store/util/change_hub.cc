@@ -155,13 +155,14 @@ void ChangeHub::Publish(const std::vector<ChangeEvent>& events) {
 
 void ChangeHub::AppendMutationEvents(std::string_view table,
                                      const RowMutation& mutation,
-                                     int64_t commit_ts,
+                                     int64_t commit_ts, uint64_t origin,
                                      std::vector<ChangeEvent>* out) {
   for (const RowMutation::Op& op : mutation.ops()) {
     ChangeEvent& e = out->emplace_back();
     e.table = std::string(table);
     e.row = mutation.row();
     e.timestamp = commit_ts;
+    e.origin = origin;
     switch (op.type) {
       case RowMutation::OpType::kSetCell:
         e.kind = ChangeKind::kSetCell;

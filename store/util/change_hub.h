@@ -45,10 +45,11 @@ class ChangeHub {
   void Publish(const std::vector<ChangeEvent>& events);
 
   // The events of `mutation` committed to `table` at server timestamp
-  // `commit_ts`, appended to *out in operation order.
+  // `commit_ts` by a write of WriteOptions::origin `origin`, appended to
+  // *out in operation order.
   static void AppendMutationEvents(std::string_view table,
                                    const RowMutation& mutation,
-                                   int64_t commit_ts,
+                                   int64_t commit_ts, uint64_t origin,
                                    std::vector<ChangeEvent>* out);
 
  private:

@@ -9,6 +9,7 @@
 
 #include "fs/area.h"
 #include "fs/log.h"
+#include "fs/origin_bigtable.h"
 #include "fs/write_path.h"
 
 namespace tabletfs::fs {
@@ -71,7 +72,9 @@ std::string ChildPath(const Node& parent, std::string_view name) {
 thread_local uint64_t Filesystem::last_ticket_ = 0;
 
 Filesystem::Filesystem(Bigtable* db, const SessionOptions& options)
-    : db_(db),
+    : origin_(NewOrigin()),
+      tagged_(NewOriginBigtable(db, origin_)),
+      db_(tagged_.get()),
       options_(options),
       uid_(getuid()),
       gid_(getgid()),
@@ -97,6 +100,8 @@ void Filesystem::Start(fuse_session* se) {
                                 ": every invalidation notice is delayed");
   }
   invalidator_ = std::make_unique<Invalidator>(se, delay);
+  // From here on the kernel may cache what other doors change.
+  listener_ = std::make_unique<ChangeListener>(this, db_, origin_);
   // TEST HOOK, not for production: pause unlink and rename of a cell
   // between the store's change and the open states following it, so
   // that a test can close a descriptor of the cell in between.
@@ -109,6 +114,9 @@ void Filesystem::Start(fuse_session* se) {
 }
 
 void Filesystem::Stop() {
+  // First: it sends notices through the invalidator, and the store must
+  // not see a subscription after the session.
+  listener_.reset();
   std::vector<std::shared_ptr<FileHandle>> files;
   {
     MutexLock lock(&handles_mu_);
@@ -402,15 +410,16 @@ void Filesystem::InvalidateKernel(uint64_t ino, bool await) {
   if (await) last_ticket_ = ticket;
 }
 
-void Filesystem::InvalidateInode(uint64_t ino) {
+void Filesystem::InvalidateInode(uint64_t ino, bool await) {
   open_cells_.Changed(ino);
-  InvalidateKernel(ino);
+  InvalidateKernel(ino, await);
 }
 
-void Filesystem::ForgetName(const Node& node) {
+void Filesystem::ForgetName(const Node& node, bool await) {
   std::optional<uint64_t> parent = inodes_.Find(node.Parent());
   if (invalidator_ && parent.has_value()) {
-    last_ticket_ = invalidator_->Entry(*parent, ListedName(node));
+    uint64_t ticket = invalidator_->Entry(*parent, ListedName(node));
+    if (await) last_ticket_ = ticket;
   }
 }
 

@@ -29,6 +29,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "fs/change_listener.h"
 #include "fs/dir_handle.h"
 #include "fs/ephemeral_dirs.h"
 #include "fs/errors.h"
@@ -105,17 +106,22 @@ class Filesystem {
   Filesystem(const Filesystem&) = delete;
   Filesystem& operator=(const Filesystem&) = delete;
 
-  // The session is mounted: start the invalidator (and the test hooks).
+  // The session is mounted: start the invalidator, the listener of the
+  // store's change events (fs/change_listener.h) and the test hooks.
   void Start(fuse_session* se);
-  // Commits what open files still hold (as RELEASE would) and drops every
-  // handle, so nothing refers to the store after the session ends.
+  // Stops the change listener, commits what open files still hold (as
+  // RELEASE would) and drops every handle, so nothing refers to the store
+  // after the session ends.
   void Stop();
 
   // The namespace area that owns `node` (fs/area.h). Every node has one.
   Area& AreaOf(const Node& node);
   WritePath& write_path() { return *write_path_; }
 
+  // The store, as the mount writes it: every write carries the mount's
+  // origin (fs/origin_bigtable.h), so its change events are known as ours.
   Bigtable* db() const { return db_; }
+  uint64_t origin() const { return origin_; }
   const SessionOptions& options() const { return options_; }
   uid_t uid() const { return uid_; }
   gid_t gid() const { return gid_; }
@@ -191,9 +197,9 @@ class Filesystem {
   void InvalidateKernel(uint64_t ino, bool await = true);
   // `ino` may have changed in the store: the kernel's copy and the
   // committed value open readers hold.
-  void InvalidateInode(uint64_t ino);
+  void InvalidateInode(uint64_t ino, bool await = true);
   // Drops the kernel's dentry of `node` (when its directory has an inode).
-  void ForgetName(const Node& node);
+  void ForgetName(const Node& node, bool await = true);
   // After a change to `cell` the kernel did not see: its inode, and for a
   // `Q@T` write the inode of Q too.
   void InvalidateCell(const Node& cell, uint64_t ino);
@@ -234,6 +240,9 @@ class Filesystem {
   // The last notice the request served by this thread queued.
   static thread_local uint64_t last_ticket_;
 
+  // db_ is the store seen through the mount's origin (tagged_).
+  const uint64_t origin_;
+  const std::unique_ptr<Bigtable> tagged_;
   Bigtable* const db_;
   const SessionOptions options_;
   const uid_t uid_;
@@ -245,6 +254,8 @@ class Filesystem {
   OpenCells open_cells_{db_, options_.max_value_bytes};
   Mtimes mtimes_{db_};
   std::unique_ptr<Invalidator> invalidator_;
+  // Writes through other doors (Start to Stop); uses invalidator_.
+  std::unique_ptr<ChangeListener> listener_;
   std::chrono::milliseconds name_change_delay_{0};  // test hook (Start)
   // The namespace areas, asked in order (the first that owns a node).
   std::vector<std::unique_ptr<Area>> areas_;

@@ -99,6 +99,16 @@ std::vector<uint64_t> InodeTable::InodesOfFamily(const std::string& table,
   return out;
 }
 
+std::vector<std::pair<uint64_t, Node>> InodeTable::Matching(
+    const std::function<bool(const Node&)>& match) {
+  std::vector<std::pair<uint64_t, Node>> out;
+  MutexLock lock(&mu_);
+  for (const auto& [ino, e] : by_inode_) {
+    if (match(e.node)) out.emplace_back(ino, e.node);
+  }
+  return out;
+}
+
 uint64_t InodeTable::LookupCount(uint64_t ino) {
   MutexLock lock(&mu_);
   auto it = by_inode_.find(ino);

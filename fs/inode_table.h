@@ -24,10 +24,12 @@
 #define TABLETFS_FS_INODE_TABLE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "fs/path_map.h"
@@ -70,6 +72,11 @@ class InodeTable {
   // cells, versions), for invalidation after its settings changed.
   std::vector<uint64_t> InodesOfFamily(const std::string& table,
                                        const std::string& family);
+  // Every inode whose node `match` accepts, with its node: one pass over
+  // the table, for rare wide changes (fs/change_listener.h). `match` runs
+  // under the table's lock: it must not call back into the table.
+  std::vector<std::pair<uint64_t, Node>> Matching(
+      const std::function<bool(const Node&)>& match);
 
   // For tests and stats.
   uint64_t LookupCount(uint64_t ino);

@@ -167,6 +167,9 @@ ChangeListener::ChangeListener(Filesystem* fs, Bigtable* store,
     : fs_(fs), own_origin_(own_origin) {
   SubscribeOptions so;
   so.max_queued_events = kMaxQueuedEvents;
+  // The mount's own writes invalidate what they change before they reply:
+  // their events are not even built.
+  so.exclude_origin = own_origin;
   auto sub = store->Subscribe(so);
   if (!sub.ok()) {
     Log(LogLevel::kError,

@@ -69,6 +69,11 @@ struct SubscribeOptions {
   std::string table;
   // Bound of the queue (InvalidArgument when 0).
   size_t max_queued_events = 4096;
+  // Events of writes made with this WriteOptions::origin are not queued (a
+  // door that learns of its own writes otherwise); 0 excludes nothing.
+  // When every subscriber excludes a write's origin, the store does not
+  // even build its events.
+  uint64_t exclude_origin = 0;
 };
 
 struct ChangeBatch {

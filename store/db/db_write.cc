@@ -116,6 +116,7 @@ void DBImpl::PublishGroup(const std::vector<Writer*>& group) {
   std::vector<ChangeEvent> events;
   for (const Writer* x : group) {
     if (!x->status.ok()) continue;  // refused when revalidated
+    if (!changes_.WantsOrigin(x->origin)) continue;  // nobody listens
     ChangeHub::AppendMutationEvents(x->table, *x->mutation, x->timestamp,
                                     x->origin, &events);
   }

@@ -641,7 +641,7 @@ class ReferenceBigtable final : public Bigtable {
           break;
       }
     }
-    if (changes_.HasSubscribers()) {
+    if (changes_.WantsOrigin(origin)) {
       std::vector<ChangeEvent> events;
       ChangeHub::AppendMutationEvents(table, m, commit_ts, origin, &events);
       changes_.Publish(events);

@@ -30,12 +30,18 @@ std::string_view ChangeKindName(ChangeKind kind) {
 // One subscriber's bounded queue.
 class ChangeHub::Queue {
  public:
-  Queue(std::string table, size_t capacity)
-      : table_(std::move(table)), capacity_(capacity) {}
+  Queue(std::string table, size_t capacity, uint64_t exclude_origin)
+      : table_(std::move(table)),
+        capacity_(capacity),
+        exclude_origin_(exclude_origin) {}
 
   bool Wants(const ChangeEvent& e) const {
-    return table_.empty() || e.table == table_;
+    return (table_.empty() || e.table == table_) && WantsOrigin(e.origin);
   }
+  bool WantsOrigin(uint64_t origin) const {
+    return exclude_origin_ == 0 || origin != exclude_origin_;
+  }
+  uint64_t exclude_origin() const { return exclude_origin_; }
 
   // Appends what fits, counts the rest; never waits for the reader.
   void Push(const std::vector<ChangeEvent>& events) EXCLUDES(mu_) {
@@ -92,6 +98,7 @@ class ChangeHub::Queue {
 
   const std::string table_;
   const size_t capacity_;
+  const uint64_t exclude_origin_;
   Mutex mu_;
   CondVar cv_{&mu_};
   std::deque<ChangeEvent> events_ GUARDED_BY(mu_);
@@ -103,6 +110,15 @@ struct ChangeHub::Core {
   Mutex mu;
   std::vector<std::shared_ptr<Queue>> queues GUARDED_BY(mu);
   std::atomic<int> count{0};
+  // Subscriptions that exclude an origin.
+  std::atomic<int> excluding{0};
+
+  void Recount() REQUIRES(mu) {
+    int ex = 0;
+    for (const auto& q : queues) ex += q->exclude_origin() != 0 ? 1 : 0;
+    count.store(static_cast<int>(queues.size()), std::memory_order_relaxed);
+    excluding.store(ex, std::memory_order_relaxed);
+  }
 };
 
 class ChangeHub::Subscription final : public ChangeSubscription {
@@ -114,7 +130,7 @@ class ChangeHub::Subscription final : public ChangeSubscription {
     MutexLock l(&core_->mu);
     auto& qs = core_->queues;
     qs.erase(std::remove(qs.begin(), qs.end(), queue_), qs.end());
-    core_->count.store(static_cast<int>(qs.size()), std::memory_order_relaxed);
+    core_->Recount();
   }
 
   ChangeBatch Read(std::chrono::microseconds timeout) override {
@@ -137,14 +153,24 @@ Result<std::unique_ptr<ChangeSubscription>> ChangeHub::Subscribe(
   if (options.max_queued_events == 0) {
     return Status::InvalidArgument("max_queued_events must be at least 1");
   }
-  auto queue =
-      std::make_shared<Queue>(options.table, options.max_queued_events);
+  auto queue = std::make_shared<Queue>(
+      options.table, options.max_queued_events, options.exclude_origin);
   MutexLock l(&core_->mu);
   core_->queues.push_back(queue);
-  core_->count.store(static_cast<int>(core_->queues.size()),
-                     std::memory_order_relaxed);
+  core_->Recount();
   return std::unique_ptr<ChangeSubscription>(
       std::make_unique<Subscription>(core_, std::move(queue)));
+}
+
+bool ChangeHub::WantsOrigin(uint64_t origin) const {
+  const int count = core_->count.load(std::memory_order_relaxed);
+  if (count == 0) return false;
+  if (core_->excluding.load(std::memory_order_relaxed) < count) return true;
+  MutexLock l(&core_->mu);
+  for (const auto& q : core_->queues) {
+    if (q->WantsOrigin(origin)) return true;
+  }
+  return false;
 }
 
 void ChangeHub::Publish(const std::vector<ChangeEvent>& events) {

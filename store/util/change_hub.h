@@ -39,6 +39,10 @@ class ChangeHub {
   bool HasSubscribers() const {
     return subscribers_->load(std::memory_order_relaxed) > 0;
   }
+  // Whether some subscriber wants the events of a write of `origin`
+  // (SubscribeOptions::exclude_origin). One relaxed atomic load when no
+  // subscriber excludes an origin.
+  bool WantsOrigin(uint64_t origin) const;
 
   // Queues `events` (one or more commits, in commit order) for every
   // subscription whose table they match.

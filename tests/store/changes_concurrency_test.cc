@@ -266,6 +266,37 @@ TEST_P(ChangesTest, FilterByTableWakeAndUnsubscribe) {
   ASSERT_TRUE(store_->Apply("u", m, WriteOptions()).ok());
 }
 
+// A door skips its own writes (SubscribeOptions::exclude_origin): they are
+// not queued for it, while another subscriber still gets them.
+TEST_P(ChangesTest, ExcludedOriginIsNotQueued) {
+  SubscribeOptions so;
+  so.exclude_origin = 7;
+  auto door = store_->Subscribe(so);
+  ASSERT_TRUE(door.ok());
+  RowMutation m("r");
+  m.SetCell("f", "q", "v");
+  WriteOptions own;
+  own.origin = 7;
+  ASSERT_TRUE(store_->Apply("t", m, own).ok());
+  ChangeBatch b = (*door)->Read(kNoWait);
+  EXPECT_TRUE(b.events.empty());
+  EXPECT_EQ(b.lost, 0u);
+
+  auto all = Subscribe();
+  ASSERT_NE(all, nullptr);
+  WriteOptions other;
+  other.origin = 8;
+  ASSERT_TRUE(store_->Apply("t", m, own).ok());
+  ASSERT_TRUE(store_->Apply("t", m, other).ok());
+  b = (*door)->Read(kNoWait);
+  ASSERT_EQ(b.events.size(), 1u);
+  EXPECT_EQ(b.events[0].origin, 8u);
+  std::vector<ChangeEvent> got = ReadN(all.get(), 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].origin, 7u);
+  EXPECT_EQ(got[1].origin, 8u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Implementations, ChangesTest,
                          testing::Values("engine", "reference"),
                          [](const testing::TestParamInfo<std::string>& info) {

@@ -63,6 +63,12 @@ class Area {
   // Existence and attributes of `node` (inode `ino`, 0 when it has none
   // yet). ENOENT when it does not exist.
   virtual FsError Stat(const Node& node, uint64_t ino, struct stat* st) = 0;
+  // Existence only (opendir), where that is cheaper than Stat. Default:
+  // Stat.
+  virtual FsError Exists(const Node& node, uint64_t ino) {
+    struct stat st;
+    return Stat(node, ino, &st);
+  }
   // getattr, through the open descriptor `h` when the kernel names one.
   virtual FsError StatOpen(const Node& node, uint64_t ino, FileHandle* h,
                            struct stat* st) {

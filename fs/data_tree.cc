@@ -150,6 +150,14 @@ FsError DataTreeArea::OpenVersion(uint64_t ino, const Node& n, Opened* out) {
   return FsError::Ok();
 }
 
+FsError DataTreeArea::Exists(const Node& node, uint64_t ino) {
+  if (node.kind == NodeKind::kTable && node.view == View::kCurrent) {
+    return fs_->TableExists(node.table);
+  }
+  struct stat st;
+  return Stat(node, ino, &st);
+}
+
 FsError DataTreeArea::DirTimesOf(const Node& n, DirTimes* out) {
   if (n.kind == NodeKind::kRoot) {
     auto tables = db_->ListTables();

@@ -31,6 +31,8 @@ class DataTreeArea : public Area {
 
   // kRoot, kTable, kRow, kFamily, kCell of the area's view.
   FsError Stat(const Node& node, uint64_t ino, struct stat* st) override;
+  // A current table exists without its mtime, which reads its first rows.
+  FsError Exists(const Node& node, uint64_t ino) override;
   // fstat (and the kernel before a read) of a descriptor whose cell was
   // removed while open: as on a local disk it works, with no links.
   FsError StatOpen(const Node& node, uint64_t ino, FileHandle* h,

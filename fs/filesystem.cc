@@ -261,6 +261,10 @@ FsError Filesystem::Stat(const Node& node, uint64_t ino, struct stat* st) {
   return AreaOf(node).Stat(node, ino, st);
 }
 
+FsError Filesystem::Exists(const Node& node, uint64_t ino) {
+  return AreaOf(node).Exists(node, ino);
+}
+
 FsError Filesystem::MakeEntry(const Node& node, Entry* e) {
   std::memset(&e->attr, 0, sizeof(e->attr));
   std::optional<uint64_t> known = inodes_.Find(node);

@@ -159,6 +159,8 @@ class Filesystem {
   }
   // Existence and attributes of a node (its area's Stat).
   FsError Stat(const Node& node, uint64_t ino, struct stat* st);
+  // Whether a node exists (its area's Exists).
+  FsError Exists(const Node& node, uint64_t ino);
   // Fills an entry reply for `node`, counting one lookup.
   FsError MakeEntry(const Node& node, Entry* e);
   double EntryTimeout(const Node& node);

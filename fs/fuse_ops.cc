@@ -114,8 +114,8 @@ void Init(void* userdata, fuse_conn_info* conn) {
   if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) {
     conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
   }
-  // Only the daemon changes the data, but commits happen at close: a
-  // writeback cache would show data the store does not hold yet.
+  // Commits happen at close: a writeback cache would show data the store
+  // does not hold yet.
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
   if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
 }
@@ -377,8 +377,8 @@ void OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   Filesystem& fs = Fs(req);
   Node n;
   FsError e = fs.NodeOf(ino, &n);
-  struct stat st;
-  if (e.ok()) e = fs.Stat(n, ino, &st);
+  // Existence only: a table's attributes read its first rows.
+  if (e.ok()) e = fs.Exists(n, ino);
   if (e.ok() && !n.IsDirectory()) {
     e = FsError::Of(ENOTDIR, n.DebugPath() + " is a file");
   }

@@ -9,7 +9,8 @@
 # checkouts). Per repetition and daemon, on a fresh data directory: create
 # DIRS x FILES files of 1-200 bytes (tabletfs_fsbench create), cat of every
 # file, cat again (what the kernel kept), then a sequential write and read
-# of one BIG-MIB MiB cell. Prints one line per workload: the median seconds
+# of one BIG-MIB MiB cell, alternating which daemon goes first. Prints
+# one line per workload: the median seconds
 # (MB/s for write and read) of each daemon and new/base.
 set -euo pipefail
 
@@ -60,8 +61,15 @@ run_one() {  # NAME BIN
 }
 
 for ((i = 0; i < reps; i++)); do
-  run_one base "$base"
-  run_one new "$new"
+  # Alternate which daemon goes first, so that neither always meets the
+  # machine's state (page cache, other load) the other left.
+  if ((i % 2)); then
+    run_one new "$new"
+    run_one base "$base"
+  else
+    run_one base "$base"
+    run_one new "$new"
+  fi
 done
 
 median() {  # NAME OP

@@ -284,14 +284,17 @@ double Filesystem::AttrTimeout(const Node& node) {
   return AreaOf(node).Uncached(node) ? 0.0 : options_.attr_timeout;
 }
 
-// While writers of a cell are open, its size differs for readers (the
-// committed version's) and writers (the pending value's), and the kernel
-// keeps one: it asks again each time.
+// While writers and readers of a cell are open, its size differs for
+// readers (the committed version's) and writers (the pending value's), and
+// the kernel keeps one: it asks again each time. Writers alone need no
+// such care: the kernel sees every change they make to the size (and
+// drops the attributes after each direct write), so a created file's
+// entry is cached as any other and its first write costs no GETATTR.
 double Filesystem::CellAttrTimeout(const Node& node, uint64_t ino) {
   if (node.kind == NodeKind::kCell) {
     if (std::shared_ptr<OpenCell> c = open_cells_.Find(ino)) {
       MutexLock lock(c->mu());
-      if (c->HasWriters()) return 0.0;
+      if (c->HasWriters() && c->HasReaders()) return 0.0;
     }
   }
   return AttrTimeout(node);

@@ -113,6 +113,9 @@ class OpenCell {
   // Removes a descriptor (after its last commit).
   void Detach(uint64_t id) REQUIRES(mu_);
   bool HasWriters() const REQUIRES(mu_) { return writers_ > 0; }
+  bool HasReaders() const REQUIRES(mu_) {
+    return descriptors_.size() > static_cast<size_t>(writers_);
+  }
   int writers() const REQUIRES(mu_) { return writers_; }
   // Readers that read through the page cache (opened while no writer was).
   bool HasCachedReaders() const REQUIRES(mu_) { return cached_readers_ > 0; }

@@ -201,7 +201,10 @@ FsError WritePath::CreateCell(const Node& n, const OpenRequest& request,
   fs_->FileStat(ino, *settings, cell->PendingSize().value_or(0), NowMicros(),
                 &entry->attr);
   entry->entry_timeout = fs_->EntryTimeout(n);
-  entry->attr_timeout = 0.0;  // a writer is open (CellAttrTimeout)
+  // As CellAttrTimeout: cached unless readers are open beside the writers
+  // (0 here cost every created file a GETATTR before its first write).
+  entry->attr_timeout =
+      cell->HasReaders() ? 0.0 : fs_->AttrTimeout(n);
   SetCellIo(out, page_cache, shared_pages);
   return FsError::Ok();
 }

@@ -793,14 +793,24 @@ TEST(TabletCrashTest, PowerLossAtEachStepOfSplitsAndMerges) {
       if (cut.label.empty()) want = ref.trace[cut.call - 1];
       SCOPED_TRACE("power cut at " + cut.ToString() + " (reference: " +
                    (cut.label.empty() ? want.ToString() : cut.label) + ")");
-      MemEnv mem;
+      // The calls of a run shift a little from run to run (when background
+      // work finishes against the next operation), so a point cut by call
+      // number near the end of the reference run (a compaction's output at
+      // the close) is sometimes past the end of a run: one in three or four
+      // runs of seed 11 on a quiet machine. Such a run is made again, on a
+      // fresh disk, at most three times.
+      std::unique_ptr<MemEnv> mem;
       RunResult run;
-      RunOps(ops, cut, &mem, &run);
-      ASSERT_FALSE(HasFatalFailure());
+      for (int attempt = 0; attempt < 3 && !run.cut.has_value(); attempt++) {
+        mem = std::make_unique<MemEnv>();
+        run = RunResult();
+        RunOps(ops, cut, mem.get(), &run);
+        ASSERT_FALSE(HasFatalFailure());
+      }
       ASSERT_TRUE(run.cut.has_value()) << "the run never reached the point";
       int prefix = -1;
       size_t tablets = 0;
-      Recover(ops, run, &mem, &prefix, &tablets);
+      Recover(ops, run, mem.get(), &prefix, &tablets);
       ASSERT_FALSE(HasFatalFailure()) << "cut call: " << run.cut->ToString();
       if (prefix >= 0) {
         prefixes.insert(prefix);

@@ -164,7 +164,7 @@ class ChangeListener::Pass {
 
 ChangeListener::ChangeListener(Filesystem* fs, Bigtable* store,
                                uint64_t own_origin)
-    : fs_(fs), own_origin_(own_origin) {
+    : fs_(fs) {
   SubscribeOptions so;
   so.max_queued_events = kMaxQueuedEvents;
   // The mount's own writes invalidate what they change before they reply:
@@ -196,7 +196,7 @@ void ChangeListener::Run() {
     if (stop_.load(std::memory_order_relaxed)) return;
     Pass pass(fs_);
     for (const ChangeEvent& e : batch.events) {
-      if (e.origin != own_origin_) pass.Event(e);
+      pass.Event(e);  // never the mount's own (exclude_origin)
     }
     if (batch.lost > 0) {
       Log(LogLevel::kWarning, "fell behind the store's change events (" +

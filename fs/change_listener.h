@@ -48,7 +48,8 @@ class Filesystem;
 
 class ChangeListener {
  public:
-  // Subscribes to every table of `store` and starts the thread. On
+  // Subscribes to every table of `store`, without the events of the
+  // mount's own writes (`own_origin`), and starts the thread. On
   // failure logs why and listens to nothing (the mount then is coherent
   // only with its own writes, as before).
   ChangeListener(Filesystem* fs, Bigtable* store, uint64_t own_origin);
@@ -66,7 +67,6 @@ class ChangeListener {
   void Run();
 
   Filesystem* const fs_;
-  const uint64_t own_origin_;
   std::unique_ptr<ChangeSubscription> subscription_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -294,10 +294,14 @@ double Filesystem::CellAttrTimeout(const Node& node, uint64_t ino) {
   if (node.kind == NodeKind::kCell) {
     if (std::shared_ptr<OpenCell> c = open_cells_.Find(ino)) {
       MutexLock lock(c->mu());
-      if (c->HasWriters() && c->HasReaders()) return 0.0;
+      return OpenCellAttrTimeout(node, *c);
     }
   }
   return AttrTimeout(node);
+}
+
+double Filesystem::OpenCellAttrTimeout(const Node& node, OpenCell& c) {
+  return c.HasWriters() && c.HasReaders() ? 0.0 : AttrTimeout(node);
 }
 
 // ---------------------------------------------------------------------------

@@ -168,6 +168,8 @@ class Filesystem {
   // AttrTimeout, or 0 while writers of the cell `ino` are open (its area's
   // answer).
   double CellAttrTimeout(const Node& node, uint64_t ino);
+  // The same for a cell whose open state the caller holds locked.
+  double OpenCellAttrTimeout(const Node& node, OpenCell& c) REQUIRES(c.mu());
 
   // ---- The store ----
   FsError TableExists(std::string_view table);

@@ -201,10 +201,7 @@ FsError WritePath::CreateCell(const Node& n, const OpenRequest& request,
   fs_->FileStat(ino, *settings, cell->PendingSize().value_or(0), NowMicros(),
                 &entry->attr);
   entry->entry_timeout = fs_->EntryTimeout(n);
-  // As CellAttrTimeout: cached unless readers are open beside the writers
-  // (0 here cost every created file a GETATTR before its first write).
-  entry->attr_timeout =
-      cell->HasReaders() ? 0.0 : fs_->AttrTimeout(n);
+  entry->attr_timeout = fs_->OpenCellAttrTimeout(n, *cell);
   SetCellIo(out, page_cache, shared_pages);
   return FsError::Ok();
 }

@@ -2,6 +2,7 @@
 // whose leader commits a group (log record, memtables, change events), and
 // the read-modify-write operations that serialize per row.
 #include <algorithm>
+#include <optional>
 
 #include "store/db/db_impl.h"
 #include "store/util/coding.h"
@@ -114,9 +115,16 @@ Status DBImpl::CheckSpace(const RowMutation& m, bool* reclaim) {
 
 void DBImpl::PublishGroup(const std::vector<Writer*>& group) {
   std::vector<ChangeEvent> events;
+  // A group's writers mostly share one origin: ask the hub once per run.
+  std::optional<uint64_t> asked;
+  bool wanted = false;
   for (const Writer* x : group) {
     if (!x->status.ok()) continue;  // refused when revalidated
-    if (!changes_.WantsOrigin(x->origin)) continue;  // nobody listens
+    if (asked != x->origin) {
+      asked = x->origin;
+      wanted = changes_.WantsOrigin(x->origin);
+    }
+    if (!wanted) continue;  // nobody listens
     ChangeHub::AppendMutationEvents(x->table, *x->mutation, x->timestamp,
                                     x->origin, &events);
   }

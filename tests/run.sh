@@ -175,6 +175,15 @@ if ((${#failed_lines[@]} > 0)); then
   echo
   echo "The following tests FAILED:"
   for line in "${failed_lines[@]}"; do echo "  $line"; done
+  # CI shows only the tail of this output: repeat what each failed test
+  # asserted, so a failure can be read from there.
+  for part in "${failed_parts[@]}"; do
+    [[ -f "$log_dir/$part.ctest.log" ]] || continue
+    echo
+    echo "Assertions that failed in $part (at most 60 lines):"
+    grep -E -A4 ': Failure$|Sanitizer|^\[  FAILED  \]' \
+      "$log_dir/$part.ctest.log" | head -n 60 || true
+  done
 fi
 echo
 if ((${#failed_parts[@]} > 0)); then

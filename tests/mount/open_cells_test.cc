@@ -399,12 +399,15 @@ TEST_F(OpenCellsTest, RefusedWritesStoreNothingOnEveryPathToClose) {
     EXPECT_EQ(errno, EFBIG);
     EXPECT_EQ(close(dup_fd), 0);
   }
+  EXPECT_TRUE(GoneSoon("t/r/f/new"));
   EXPECT_EQ(ShOk("ls t/r/f"), "old\n");
   EXPECT_EQ(ShOk("cat t/r/f/old"), "keep\n");
   // fallocate is refused like a write.
   EXPECT_NE(Sh("fallocate -l 100 t/r/f/falloc 2>/dev/null"), 0);
+  EXPECT_TRUE(GoneSoon("t/r/f/falloc"));
   EXPECT_EQ(ShOk("ls t/r/f"), "old\n");
   EXPECT_NE(Sh("head -c 2000 /dev/zero > t/r/f/head 2>/dev/null"), 0);
+  EXPECT_TRUE(GoneSoon("t/r/f/head"));
   EXPECT_EQ(ShOk("ls t/r/f"), "old\n");
   EXPECT_EQ(ShOk("ls .versions/t/r/f | sed 's/@.*//'"), "old\n");
   Unmount();

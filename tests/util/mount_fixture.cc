@@ -9,9 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace tabletfs::testing {
 namespace {
@@ -286,6 +288,16 @@ std::string MountFixture::ShOk(const std::string& command) {
   int rc = Sh(command, &out);
   EXPECT_EQ(rc, 0) << "command failed: " << command << "\noutput: " << out;
   return out;
+}
+
+bool MountFixture::GoneSoon(const std::string& rel) const {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (access(Path(rel).c_str(), F_OK) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
 }
 
 std::string MountFixture::ReadFile(const std::string& path) {

@@ -96,6 +96,12 @@ class MountFixture : public ::testing::Test {
   // Like Sh, asserting success; returns stdout.
   std::string ShOk(const std::string& command);
 
+  // Whether MOUNT/rel is gone within 5 seconds. A name created by a
+  // descriptor whose write was refused goes at its RELEASE, which the
+  // kernel sends after the last close() has returned (on a loaded machine,
+  // well after).
+  bool GoneSoon(const std::string& rel) const;
+
   static std::string ReadFile(const std::string& path);
   static void WriteFile(const std::string& path, const std::string& content);
 

@@ -69,6 +69,14 @@ class OriginBigtable final : public Bigtable {
                                   Tagged(options));
   }
 
+  Result<RewriteResult> RewriteRow(std::string_view table,
+                                   std::string_view row,
+                                   const ReadOptions& read,
+                                   const RowRewrite& rewrite,
+                                   const WriteOptions& options) override {
+    return store_->RewriteRow(table, row, read, rewrite, Tagged(options));
+  }
+
   Result<Row> ReadRow(std::string_view table, std::string_view row,
                       const ReadOptions& options) override {
     return store_->ReadRow(table, row, options);

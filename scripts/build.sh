@@ -38,7 +38,7 @@ case "$part" in
     # sources they use are built (target tabletfs_fuzzers).
     compilers=(CC=clang-14 CXX=clang++-14)
     config=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTABLETFS_SANITIZE=address
-            -DTABLETFS_FUZZ=ON -DTABLETFS_TESTS=OFF)
+            -DTABLETFS_FUZZ=ON -DTABLETFS_TESTS=OFF -DTABLETFS_API=OFF)
     targets=(--target tabletfs_fuzzers) ;;
   *) echo "scripts/build.sh: unknown build '$part' (release|asan|tsan|fuzz)" >&2
      exit 2 ;;

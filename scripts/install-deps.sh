@@ -14,6 +14,8 @@ set -euo pipefail
 build_packages=(
   build-essential cmake ninja-build pkg-config ccache
   libfuse3-dev fuse3 liblz4-dev libxxhash-dev libgtest-dev libgmock-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libre2-dev
 )
 test_packages=(
   libbenchmark-dev clang-14 libclang-rt-14-dev util-linux psmisc rsync strace
@@ -32,6 +34,10 @@ case "${1:-test}" in
 esac
 
 missing=()
+# npm fetches the pinned Bigtable .proto packages once (cmake/
+# bigtable_protos.cmake). A machine whose Node.js came from elsewhere keeps
+# its npm; only where there is none is Debian's installed.
+if ! command -v npm >/dev/null; then missing+=(npm); fi
 for package in "${wanted[@]}"; do
   if ! dpkg -s "$package" 2>/dev/null | grep -q '^Status: install ok installed'; then
     missing+=("$package")

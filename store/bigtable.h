@@ -64,6 +64,7 @@
 #define TABLETFS_STORE_BIGTABLE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -114,6 +115,16 @@ struct TabletInfo {
   // Up to 8 row keys inside the range, in order, splitting its data into
   // about equal parts (Bigtable's SampleRowKeys). May be empty.
   std::vector<std::string> sample_rows;
+};
+
+// Builds the mutation of one row from the row's current content
+// (Bigtable::RewriteRow). Returns the mutation to apply (empty: write
+// nothing) or an error, which RewriteRow returns as is.
+using RowRewrite = std::function<Result<RowMutation>(const Row &current)>;
+
+struct RewriteResult {
+  bool written = false;   // false: the rewrite returned an empty mutation
+  int64_t timestamp = 0;  // the write's server timestamp, when written
 };
 
 struct AppendResult {
@@ -206,6 +217,21 @@ class Bigtable {
                                       const RowMutation &if_true,
                                       const RowMutation &if_false,
                                       const WriteOptions &options) = 0;
+
+  // Atomically reads `row` (as ReadRow with `read`, which may name neither
+  // a snapshot nor `at`: InvalidArgument), calls `rewrite` with it while no
+  // other write of the row can come between, and applies the mutation it
+  // returns, as Apply would. Check-and-mutate on any predicate of the row,
+  // read-modify-write of several cells and deletes of a range of versions
+  // are built on it (the API server does). `rewrite` runs on the calling
+  // thread, once, and must not call the store. Errors as Apply's, plus
+  // InvalidArgument when the mutation is for another row, plus any error
+  // `rewrite` returns; nothing is written then.
+  virtual Result<RewriteResult> RewriteRow(std::string_view table,
+                                           std::string_view row,
+                                           const ReadOptions &read,
+                                           const RowRewrite &rewrite,
+                                           const WriteOptions &options) = 0;
 
   // ---- Reads. ----
   // A version is visible when no delete applied after it removed it, the

@@ -99,6 +99,12 @@ class DBImpl final : public DB {
                               const RowMutation& if_false,
                               const WriteOptions& options) override;
 
+  Result<RewriteResult> RewriteRow(std::string_view table,
+                                   std::string_view row,
+                                   const ReadOptions& read,
+                                   const RowRewrite& rewrite,
+                                   const WriteOptions& options) override;
+
   Result<Row> ReadRow(std::string_view table, std::string_view row,
                       const ReadOptions& options) override;
   Result<std::vector<Cell>> ReadCell(std::string_view table,

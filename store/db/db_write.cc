@@ -516,4 +516,26 @@ Result<bool> DBImpl::CheckAndMutate(std::string_view table,
   return holds;
 }
 
+Result<RewriteResult> DBImpl::RewriteRow(std::string_view table,
+                                         std::string_view row,
+                                         const ReadOptions& read,
+                                         const RowRewrite& rewrite,
+                                         const WriteOptions& options) {
+  TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
+  if (read.snapshot != nullptr || read.at.has_value()) {
+    return Status::InvalidArgument(
+        "RewriteRow reads the current row: no snapshot, no time");
+  }
+  MutexLock row_lock(RowLock(table, row));
+  TABLETFS_ASSIGN_OR_RETURN(Row current, ReadRow(table, row, read));
+  TABLETFS_ASSIGN_OR_RETURN(RowMutation m, rewrite(current));
+  if (m.empty()) return RewriteResult{};
+  if (m.row() != row) {
+    return Status::InvalidArgument("RewriteRow: mutation for row '" + m.row() +
+                                   "' differs from the read row");
+  }
+  TABLETFS_ASSIGN_OR_RETURN(int64_t ts, WriteLocked(table, m, options));
+  return RewriteResult{true, ts};
+}
+
 }  // namespace tabletfs

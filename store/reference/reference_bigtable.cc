@@ -413,12 +413,39 @@ class ReferenceBigtable final : public Bigtable {
     return holds;
   }
 
+  Result<RewriteResult> RewriteRow(std::string_view table,
+                                   std::string_view row,
+                                   const ReadOptions& read,
+                                   const RowRewrite& rewrite,
+                                   const WriteOptions& options) override {
+    TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
+    if (read.snapshot != nullptr || read.at.has_value()) {
+      return Status::InvalidArgument(
+          "RewriteRow reads the current row: no snapshot, no time");
+    }
+    MutexLock l(&mu_);
+    TABLETFS_ASSIGN_OR_RETURN(Row current, ReadRowLocked(table, row, read));
+    TABLETFS_ASSIGN_OR_RETURN(RowMutation m, rewrite(current));
+    if (m.empty()) return RewriteResult{};
+    if (m.row() != row) {
+      return Status::InvalidArgument("RewriteRow: mutation for row '" +
+                                     m.row() + "' differs from the read row");
+    }
+    TABLETFS_ASSIGN_OR_RETURN(int64_t ts, ApplyLocked(table, m, options.origin));
+    return RewriteResult{true, ts};
+  }
+
   // ---- Reads ----
 
   Result<Row> ReadRow(std::string_view table, std::string_view row,
                       const ReadOptions& options) override {
     TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
     MutexLock l(&mu_);
+    return ReadRowLocked(table, row, options);
+  }
+
+  Result<Row> ReadRowLocked(std::string_view table, std::string_view row,
+                            const ReadOptions& options) REQUIRES(mu_) {
     TABLETFS_ASSIGN_OR_RETURN(View v, ViewLocked(table, options));
     Row out;
     out.key = std::string(row);

@@ -304,6 +304,68 @@ TEST_P(BigtableTest, ReadModifyWrite) {
   EXPECT_EQ((*cells)[0].value, "no");
 }
 
+// RewriteRow: the rewrite sees the row as it is and its mutation applies
+// with no write in between; an empty mutation or an error writes nothing.
+TEST_P(BigtableTest, RewriteRowSeesTheRowAndAppliesItsMutation) {
+  Set("r", "a", 10, "one");
+  Set("r", "a", 20, "two");
+  Set("r", "b", 30, "three");
+  ReadOptions all;
+  all.max_versions = 0;
+  // Delete the versions of a in [15, 25): only the one at 20.
+  auto r = store_->RewriteRow(
+      "t", "r", all,
+      [](const Row& row) -> Result<RowMutation> {
+        EXPECT_EQ(row.cells.size(), 3u);
+        RowMutation m(row.key);
+        for (const Cell& c : row.cells) {
+          if (c.qualifier == "a" && c.timestamp >= 15 && c.timestamp < 25) {
+            m.DeleteVersion(c.family, c.qualifier, c.timestamp);
+          }
+        }
+        return m;
+      },
+      {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->written);
+  EXPECT_GT(r->timestamp, 0);
+  EXPECT_EQ(Versions("r", "a"), (std::vector<std::string>{"10=one"}));
+  // Nothing to do: nothing written.
+  r = store_->RewriteRow(
+      "t", "r", all,
+      [](const Row& row) -> Result<RowMutation> { return RowMutation(row.key); },
+      {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->written);
+  // An error of the rewrite, a mutation of another row, a missing table, a
+  // read of the past: refused, nothing written.
+  auto set_b = [](const Row& row) -> Result<RowMutation> {
+    RowMutation m(row.key == "r" ? "s" : row.key);
+    m.SetCell("f", "b", "new");
+    return m;
+  };
+  EXPECT_TRUE(store_->RewriteRow("t", "r", all, set_b, {})
+                  .status()
+                  .IsInvalidArgument());
+  EXPECT_TRUE(store_->RewriteRow(
+                        "t", "r", all,
+                        [](const Row&) -> Result<RowMutation> {
+                          return Status::InvalidArgument("no");
+                        },
+                        {})
+                  .status()
+                  .IsInvalidArgument());
+  EXPECT_TRUE(store_->RewriteRow("nope", "r", all, set_b, {})
+                  .status()
+                  .IsNotFound());
+  ReadOptions past = all;
+  past.at = 5;
+  EXPECT_TRUE(store_->RewriteRow("t", "r", past, set_b, {})
+                  .status()
+                  .IsInvalidArgument());
+  EXPECT_EQ(Versions("r", "b"), (std::vector<std::string>{"30=three"}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Implementations, BigtableTest,
                          testing::Values("engine", "reference"),
                          [](const testing::TestParamInfo<std::string>& info) {

@@ -93,6 +93,19 @@ bool ParseOption(const std::string& opt, DaemonArgs* out, std::string* error) {
     }
     return true;
   }
+  for (auto [name, field] :
+       {std::pair{"bigtable_api", &out->bigtable_api},
+        std::pair{"bigtable_api_tls_cert", &out->bigtable_api_tls_cert},
+        std::pair{"bigtable_api_tls_key", &out->bigtable_api_tls_key},
+        std::pair{"bigtable_api_token_file", &out->bigtable_api_token_file}}) {
+    if (key != name) continue;
+    if (value.empty()) {
+      *error = "option " + key + " wants a value";
+      return false;
+    }
+    *field = value;
+    return true;
+  }
   if (key == "debug") {
     out->debug = true;
     out->foreground = true;
@@ -136,6 +149,9 @@ bool ParseArgs(int argc, const char* const* argv, DaemonArgs* out,
     } else if (a == "-d" || a == "--debug") {
       out->debug = true;
       out->foreground = true;
+    } else if (a == "--serve") {
+      out->serve_only = true;
+      out->foreground = true;
     } else if (a == "-s") {
       out->single_threaded = true;
     } else if (a == "-o") {
@@ -168,6 +184,15 @@ bool ParseArgs(int argc, const char* const* argv, DaemonArgs* out,
       }
     }
   }
+  if (out->serve_only) {
+    if (positional.size() != 1) {
+      *error = "--serve takes DATADIR alone, got " +
+               std::to_string(positional.size()) + " arguments";
+      return false;
+    }
+    out->datadir = positional[0];
+    return true;
+  }
   if (positional.size() != 2) {
     *error = "expected DATADIR and MOUNTPOINT, got " +
              std::to_string(positional.size()) + " arguments";
@@ -181,9 +206,13 @@ bool ParseArgs(int argc, const char* const* argv, DaemonArgs* out,
 std::string Usage(const std::string& program) {
   return "usage: " + program +
          " [options] DATADIR MOUNTPOINT\n"
+         "       " + program + " [options] --serve DATADIR\n"
          "\n"
          "Mounts the tabletfs store in DATADIR (created when missing) at\n"
          "MOUNTPOINT. Unmount with: fusermount3 -u MOUNTPOINT\n"
+         "It serves the Cloud Bigtable v2 API on DATADIR/bigtable.sock (mode\n"
+         "0600) as well; --serve serves only that, in the foreground, with no\n"
+         "mount (stop it with SIGTERM or SIGINT).\n"
          "\n"
          "options:\n"
          "    -h, --help             print this help\n"
@@ -213,6 +242,12 @@ std::string Usage(const std::string& program) {
          "                               (DATADIR then holds only mount.pid;\n"
          "                               no memtable_bytes, tablet_split_bytes,\n"
          "                               space_reserve_bytes or commit)\n"
+         "        bigtable_api=HOST:PORT the Bigtable API on TCP too; an address\n"
+         "                               other than loopback needs the next\n"
+         "                               three (docs/API.md)\n"
+         "        bigtable_api_tls_cert=FILE, bigtable_api_tls_key=FILE  PEM\n"
+         "        bigtable_api_token_file=FILE  calls must carry\n"
+         "                               authorization: Bearer <its content>\n"
          "        and the FUSE options below\n";
 }
 

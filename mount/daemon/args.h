@@ -1,6 +1,7 @@
 // Command-line arguments of the daemon, in the shape of sshfs:
 //
 //   tabletfs [options] DATADIR MOUNTPOINT
+//   tabletfs [options] --serve DATADIR   the Bigtable API only, no mount
 //     -f             stay in the foreground (logs to stderr)
 //     -d             debug: log every request (implies -f)
 //     -s             single-threaded
@@ -9,7 +10,9 @@
 //                    memtable_bytes=N, tablet_split_bytes=N,
 //                    max_value_bytes=N, space_reserve_bytes=N,
 //                    commit=SECONDS, auto_families,
-//                    store=engine|memory
+//                    store=engine|memory, bigtable_api=HOST:PORT,
+//                    bigtable_api_tls_cert=, bigtable_api_tls_key=,
+//                    bigtable_api_token_file=
 //     -h, --help     -V, --version
 //
 // Options that mount(8) and mount.fuse3 pass for every mount and that mean
@@ -59,6 +62,13 @@ struct DaemonArgs {
   std::optional<uint64_t> commit_seconds;
   bool auto_families = false;  // -o auto_families
   StoreKind store = StoreKind::kEngine;
+  // --serve: no mount; the Bigtable API alone, in the foreground.
+  bool serve_only = false;
+  // The Bigtable API on TCP (it is always on DATADIR/bigtable.sock).
+  std::string bigtable_api;
+  std::string bigtable_api_tls_cert;
+  std::string bigtable_api_tls_key;
+  std::string bigtable_api_token_file;
 };
 
 // Parses argv (argv[0] is the program). Returns false with *error set to a

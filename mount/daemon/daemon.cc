@@ -2,17 +2,20 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <system_error>
 
+#include "api/server.h"
 #include "fs/log.h"
 #include "fs/session.h"
 #include "mount/daemon/test_faults.h"
@@ -144,6 +147,56 @@ Status OpenMemory(const DaemonArgs& args, const std::string& datadir,
   return Status::OK();
 }
 
+// Starts the Bigtable API on `store`: always on DATADIR/bigtable.sock, on
+// TCP when asked.
+Result<std::unique_ptr<api::ApiServer>> StartApi(const DaemonArgs& args,
+                                                 const std::string& datadir,
+                                                 Bigtable* store) {
+  api::ApiOptions options;
+  options.unix_socket = datadir + "/bigtable.sock";
+  options.tcp_address = args.bigtable_api;
+  options.tls_cert_file = args.bigtable_api_tls_cert;
+  options.tls_key_file = args.bigtable_api_tls_key;
+  options.token_file = args.bigtable_api_token_file;
+  options.logger = [](LogLevel level, std::string_view line) {
+    fs::Log(level, line);
+  };
+  return api::ApiServer::Start(store, options);
+}
+
+// --serve: the API alone until SIGTERM or SIGINT.
+int ServeApiOnly(const DaemonArgs& args, const std::string& datadir) {
+  // Blocked before any thread starts, so that every thread inherits the
+  // mask and sigwait below receives them.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  OpenedStore opened;
+  Status s = args.store == StoreKind::kMemory
+                 ? OpenMemory(args, datadir, &opened)
+                 : OpenEngine(args, datadir, nullptr, &opened);
+  if (!s.ok()) {
+    fs::Log(LogLevel::kError, "cannot open " + datadir + ": " + s.ToString());
+    return 1;
+  }
+  auto server = StartApi(args, datadir, opened.store.get());
+  if (!server.ok()) {
+    fs::Log(LogLevel::kError, "cannot serve the Bigtable API: " +
+                                  server.status().ToString());
+    return 1;
+  }
+  fs::Log(LogLevel::kInfo, "serving " + datadir + " (no mount)");
+  int sig = 0;
+  sigwait(&stop, &sig);
+  fs::Log(LogLevel::kInfo, std::string("stopping on ") + strsignal(sig));
+  (*server)->Shutdown();
+  server->reset();
+  opened.store.reset();  // the store closes: the log is synced
+  return 0;
+}
+
 // Opens, mounts and serves. `ready_fd` (-1 in the foreground) gets one byte
 // once mounted (0) or on failure (1).
 int Serve(const DaemonArgs& args, const std::string& datadir,
@@ -181,8 +234,22 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
   so.stats_text = std::move(opened.stats_text);
   std::unique_ptr<fs::Session> session;
   fs::FsError e = fs::Session::Create(db.get(), so, &session);
+  // The API before the mount, so that a refused address fails the mount
+  // instead of leaving one without it. It writes to the store directly:
+  // the mount learns of its writes from the store's change events.
+  std::unique_ptr<api::ApiServer> api_server;
+  if (e.ok()) {
+    auto started = StartApi(args, datadir, db.get());
+    if (!started.ok()) {
+      e = fs::FsError::Of(EINVAL, "the Bigtable API: " +
+                                      started.status().ToString());
+    } else {
+      api_server = std::move(started).value();
+    }
+  }
   if (e.ok()) e = session->Mount();
   if (!e.ok()) {
+    api_server.reset();
     fs::Log(LogLevel::kError, "cannot mount " + datadir + " at " + mountpoint +
                                   ": " + e.ToString());
     session.reset();
@@ -209,6 +276,7 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
     Report(ready_fd, 0);
   }
   int rc = session->Loop();
+  api_server.reset();  // calls in flight finish or are cancelled
   session.reset();  // unmounts and commits what open files held
   db.reset();       // the store closes: the log is synced
   RemovePidFiles(datadir);
@@ -222,6 +290,7 @@ int RunDaemon(const DaemonArgs& args) {
   const std::string datadir = Absolute(args.datadir);
   const std::string mountpoint = Absolute(args.mountpoint);
   fs::SetLogSink(LogToStderr, args.debug ? LogLevel::kDebug : LogLevel::kInfo);
+  if (args.serve_only) return ServeApiOnly(args, datadir);
   if (args.foreground) return Serve(args, datadir, mountpoint, -1);
 
   openlog("tabletfs", LOG_PID, LOG_DAEMON);

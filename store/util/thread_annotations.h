@@ -3,6 +3,17 @@
 #ifndef TABLETFS_STORE_UTIL_THREAD_ANNOTATIONS_H_
 #define TABLETFS_STORE_UTIL_THREAD_ANNOTATIONS_H_
 
+// Abseil (which gRPC's headers include) defines the same unprefixed names
+// for backward compatibility, with other bodies. Its own code uses only the
+// ABSL_-prefixed ones: once this header is in, its compatibility header is
+// skipped; when it came first, its definitions are replaced by these.
+#define ABSL_BASE_INTERNAL_THREAD_ANNOTATIONS_H_
+#undef GUARDED_BY
+#undef PT_GUARDED_BY
+#undef ACQUIRED_BEFORE
+#undef ACQUIRED_AFTER
+#undef NO_THREAD_SAFETY_ANALYSIS
+
 #if defined(__clang__)
 #define TABLETFS_THREAD_ANNOTATION_(x) __attribute__((x))
 #else

@@ -1,0 +1,185 @@
+// One store, two doors: the Bigtable API the daemon serves on
+// DATADIR/bigtable.sock and the mount, at once. A write through either is
+// what the other shows next (the mount learns of API writes from the
+// store's change events and drops what the kernel cached); tables made or
+// dropped through one appear or vanish in the other; a kill -9 during API
+// writes loses no acknowledged mutation. Needs root (FUSE).
+#include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
+#include "google/bigtable/v2/bigtable.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "tests/util/mount_fixture.h"
+
+namespace tabletfs::testing {
+namespace {
+
+namespace v2 = google::bigtable::v2;
+namespace admin = google::bigtable::admin::v2;
+
+constexpr char kInstance[] = "projects/p/instances/i";
+
+class ApiMountTest : public MountFixture {
+ protected:
+  void Connect() {
+    struct stat st;
+    const std::string socket = datadir() + "/bigtable.sock";
+    ASSERT_EQ(stat(socket.c_str(), &st), 0) << socket;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << "the socket is for the daemon's user";
+    auto channel = grpc::CreateChannel("unix:" + socket,
+                                       grpc::InsecureChannelCredentials());
+    data_ = v2::Bigtable::NewStub(channel);
+    admin_ = admin::BigtableTableAdmin::NewStub(channel);
+  }
+
+  grpc::Status Set(const std::string& table, const std::string& row,
+                   const std::string& family, const std::string& qualifier,
+                   const std::string& value) {
+    v2::MutateRowRequest req;
+    req.set_table_name(std::string(kInstance) + "/tables/" + table);
+    req.set_row_key(row);
+    auto* s = req.add_mutations()->mutable_set_cell();
+    s->set_family_name(family);
+    s->set_column_qualifier(qualifier);
+    s->set_value(value);
+    s->set_timestamp_micros(-1);
+    v2::MutateRowResponse resp;
+    grpc::ClientContext ctx;
+    return data_->MutateRow(&ctx, req, &resp);
+  }
+
+  // The newest value of every cell of `table` as "row/family/qualifier=value".
+  std::vector<std::string> ReadTable(const std::string& table) {
+    v2::ReadRowsRequest req;
+    req.set_table_name(std::string(kInstance) + "/tables/" + table);
+    req.mutable_filter()->set_cells_per_column_limit_filter(1);
+    grpc::ClientContext ctx;
+    auto reader = data_->ReadRows(&ctx, req);
+    v2::ReadRowsResponse resp;
+    std::vector<std::string> out;
+    std::string row, family, qualifier, value;
+    while (reader->Read(&resp)) {
+      for (const auto& c : resp.chunks()) {
+        if (!c.row_key().empty()) row = c.row_key();
+        if (c.has_family_name()) family = c.family_name().value();
+        if (c.has_qualifier()) qualifier = c.qualifier().value();
+        value += c.value();
+        if (c.value_size() == 0) {
+          out.push_back(row + "/" + family + "/" + qualifier + "=" + value);
+          value.clear();
+        }
+      }
+    }
+    EXPECT_TRUE(reader->Finish().ok());
+    return out;
+  }
+
+  std::unique_ptr<v2::Bigtable::Stub> data_;
+  std::unique_ptr<admin::BigtableTableAdmin::Stub> admin_;
+};
+
+TEST_F(ApiMountTest, AWriteThroughEitherDoorIsWhatTheOtherShowsNext) {
+  CreateTable("t", {"f"});
+  Mount();
+  Connect();
+  ShOk("mkdir -p t/r/f && echo -n mount1 > t/r/f/q");
+  EXPECT_EQ(ReadTable("t"), (std::vector<std::string>{"r/f/q=mount1"}));
+  // The kernel has the cell cached now; an API write must not be hidden.
+  EXPECT_EQ(ShOk("cat t/r/f/q; stat -c %s t/r/f/q"), "mount1" "6\n");
+  for (int i = 0; i < 20; i++) {
+    const std::string v = "api" + std::to_string(i) + std::string(i, '+');
+    ASSERT_TRUE(Set("t", "r", "f", "q", v).ok());
+    EXPECT_EQ(ShOk("cat t/r/f/q"), v) << "round " << i;
+    EXPECT_EQ(ShOk("stat -c %s t/r/f/q"), std::to_string(v.size()) + "\n");
+    ShOk("echo -n mount" + std::to_string(i) + " > t/r/f/q");
+    EXPECT_EQ(ReadTable("t"),
+              (std::vector<std::string>{"r/f/q=mount" + std::to_string(i)}));
+  }
+  // A new row and a new cell through the API: listed at once.
+  ShOk("ls t t/r/f");  // cached listings
+  ASSERT_TRUE(Set("t", "s", "f", "new", "x").ok());
+  EXPECT_EQ(ShOk("ls t"), "r\ns\n");
+  EXPECT_EQ(ShOk("cat t/s/f/new"), "x");
+}
+
+TEST_F(ApiMountTest, TablesMadeOrDroppedThroughOneDoorShowInTheOther) {
+  CreateTable("t", {"f"});
+  Mount();
+  Connect();
+  EXPECT_EQ(ShOk("ls"), "t\n");
+  {
+    admin::CreateTableRequest req;
+    req.set_parent(kInstance);
+    req.set_table_id("fromapi");
+    (*req.mutable_table()->mutable_column_families())["cf"];
+    admin::Table t;
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(admin_->CreateTable(&ctx, req, &t).ok());
+  }
+  EXPECT_EQ(ShOk("ls"), "fromapi\nt\n");
+  EXPECT_EQ(ShOk("ls .schema/fromapi"), "cf\n");
+  ShOk("mkdir frommount && mkdir .schema/frommount/g 2>/dev/null || "
+       "touch .schema/frommount/g");
+  {
+    admin::ListTablesRequest req;
+    req.set_parent(kInstance);
+    admin::ListTablesResponse resp;
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(admin_->ListTables(&ctx, req, &resp).ok());
+    std::vector<std::string> names;
+    for (const auto& t : resp.tables()) names.push_back(t.name());
+    EXPECT_EQ(names, (std::vector<std::string>{
+                         "projects/p/instances/i/tables/fromapi",
+                         "projects/p/instances/i/tables/frommount",
+                         "projects/p/instances/i/tables/t"}));
+  }
+  {
+    admin::DeleteTableRequest req;
+    req.set_name("projects/p/instances/i/tables/fromapi");
+    google::protobuf::Empty e;
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(admin_->DeleteTable(&ctx, req, &e).ok());
+  }
+  EXPECT_EQ(ShOk("ls"), "frommount\nt\n");
+  EXPECT_NE(Sh("test -e fromapi"), 0) << "a dropped table is still there";
+}
+
+TEST_F(ApiMountTest, KillDuringApiWritesLosesNothingAcknowledged) {
+  CreateTable("t", {"f"});
+  Mount();
+  Connect();
+  std::atomic<int> acknowledged{0};
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int i = 0; !stop; i++) {
+      char row[16];
+      snprintf(row, sizeof(row), "r%06d", i);
+      if (!Set("t", row, "f", "q", "v" + std::to_string(i)).ok()) break;
+      acknowledged = i + 1;
+    }
+  });
+  while (acknowledged < 300) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  KillDaemon();
+  stop = true;
+  writer.join();
+  const int acked = acknowledged;
+  Mount();
+  Connect();
+  std::vector<std::string> cells = ReadTable("t");
+  ASSERT_GE(cells.size(), static_cast<size_t>(acked));
+  for (int i = 0; i < acked; i++) {
+    char row[16];
+    snprintf(row, sizeof(row), "r%06d", i);
+    EXPECT_EQ(cells[i], std::string(row) + "/f/q=v" + std::to_string(i));
+  }
+  EXPECT_EQ(ShOk("cat t/r000000/f/q"), "v0");
+}
+
+}  // namespace
+}  // namespace tabletfs::testing

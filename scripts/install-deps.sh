@@ -19,7 +19,7 @@ build_packages=(
 )
 test_packages=(
   libbenchmark-dev clang-14 libclang-rt-14-dev util-linux psmisc rsync strace
-  python3
+  python3 openssl
 )
 
 bench_packages=(libleveldb-dev librocksdb-dev libbenchmark-dev)

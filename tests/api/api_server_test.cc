@@ -574,5 +574,67 @@ TEST(ApiServerSecurityTest, NonLoopbackNeedsTlsAndAToken) {
   EXPECT_GT((*loopback)->tcp_port(), 0);
 }
 
+// With TLS and a token file the server listens anywhere, and a call
+// without the token, or with another, is UNAUTHENTICATED.
+TEST(ApiServerSecurityTest, TlsAndABearerToken) {
+  char tmpl[] = "/tmp/tabletfs_tls_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string gen =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+      "-addext subjectAltName=DNS:localhost -keyout " + dir + "/key.pem -out " +
+      dir + "/cert.pem 2>/dev/null";
+  ASSERT_EQ(system(gen.c_str()), 0) << "openssl (Debian: openssl) is needed";
+  ASSERT_EQ(system(("printf ' s3cret\n' > " + dir + "/token").c_str()), 0);
+  auto store = NewReferenceBigtable(ReferenceOptions());
+  ApiOptions options;
+  options.tcp_address = "0.0.0.0:0";
+  options.tls_cert_file = dir + "/cert.pem";
+  options.tls_key_file = dir + "/key.pem";
+  options.token_file = dir + "/token";
+  auto server = ApiServer::Start(store.get(), options);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  std::string cert;
+  {
+    FILE* f = fopen((dir + "/cert.pem").c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) cert.append(buf, n);
+    fclose(f);
+  }
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = cert;
+  auto channel = grpc::CreateChannel(
+      "localhost:" + std::to_string((*server)->tcp_port()),
+      grpc::SslCredentials(ssl));
+  auto stub = v2::Bigtable::NewStub(channel);
+  auto ping = [&](const char* token) {
+    v2::PingAndWarmRequest req;
+    req.set_name(kInstance);
+    v2::PingAndWarmResponse resp;
+    grpc::ClientContext ctx;
+    if (token != nullptr) ctx.AddMetadata("authorization", token);
+    return stub->PingAndWarm(&ctx, req, &resp).error_code();
+  };
+  EXPECT_EQ(ping(nullptr), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(ping("Bearer wrong!"), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(ping("Bearer s3cret"), grpc::StatusCode::OK);
+  // Plaintext to a TLS port gets nowhere.
+  auto plain = v2::Bigtable::NewStub(grpc::CreateChannel(
+      "localhost:" + std::to_string((*server)->tcp_port()),
+      grpc::InsecureChannelCredentials()));
+  v2::PingAndWarmRequest req;
+  req.set_name(kInstance);
+  v2::PingAndWarmResponse resp;
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer s3cret");
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  EXPECT_NE(plain->PingAndWarm(&ctx, req, &resp).error_code(),
+            grpc::StatusCode::OK);
+  server->reset();
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tabletfs::api

@@ -247,20 +247,6 @@ grpc::Status ToGcPolicy(const admin::GcRule& rule, GcPolicy* out) {
   return InvalidArgument("a GC rule of no known kind");
 }
 
-namespace {
-
-void Flatten(const GcPolicy& p, GcPolicy::Kind kind,
-             google::protobuf::RepeatedPtrField<admin::GcRule>* out) {
-  if (p.kind() == kind) {
-    Flatten(p.left(), kind, out);
-    Flatten(p.right(), kind, out);
-  } else {
-    *out->Add() = ToGcRule(p);
-  }
-}
-
-}  // namespace
-
 admin::GcRule ToGcRule(const GcPolicy& policy) {
   admin::GcRule rule;
   switch (policy.kind()) {
@@ -275,12 +261,15 @@ admin::GcRule ToGcRule(const GcPolicy& policy) {
       rule.mutable_max_age()->set_nanos(
           static_cast<int32_t>(policy.max_age_micros() % 1000000 * 1000));
       break;
+    // Nested as built (cbt sends "a or b or c" as ((a or b) or c), and
+    // Cloud Bigtable and the emulator give it back that way).
     case GcPolicy::Kind::kAnd:
-      Flatten(policy, GcPolicy::Kind::kAnd,
-              rule.mutable_intersection()->mutable_rules());
+      *rule.mutable_intersection()->add_rules() = ToGcRule(policy.left());
+      *rule.mutable_intersection()->add_rules() = ToGcRule(policy.right());
       break;
     case GcPolicy::Kind::kOr:
-      Flatten(policy, GcPolicy::Kind::kOr, rule.mutable_union_()->mutable_rules());
+      *rule.mutable_union_()->add_rules() = ToGcRule(policy.left());
+      *rule.mutable_union_()->add_rules() = ToGcRule(policy.right());
       break;
   }
   return rule;

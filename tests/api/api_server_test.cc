@@ -297,6 +297,13 @@ TEST_P(ApiServerTest, MutateAndReadRowsWithKeysRangesAndLimits) {
   req.set_rows_limit(2);
   some = Read(req);
   ASSERT_EQ(some.rows.size(), 2u);
+  // Reversed: newest key first, the limit counted from there.
+  req.set_reversed(true);
+  some = Read(req);
+  keys.clear();
+  for (auto& row : some.rows) keys.push_back(row.first);
+  EXPECT_EQ(keys, (std::vector<std::string>{"d", "b"}));
+  req.set_reversed(false);
   req.set_rows_limit(-1);
   EXPECT_EQ(Read(req).status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 

@@ -183,9 +183,13 @@ Status DBImpl::UpdateFamily(std::string_view table, std::string_view family,
     r.table_id = it->second->id;
     r.family_id = fs->id;
     r.settings = settings;
-    // The first sequence number written after the change; writes in flight
-    // (numbered above last_seq_) count as written under the new policy.
-    r.since = last_seq_ + 1;
+    // The change takes a sequence number of its own: a snapshot taken
+    // after it (seq >= since) applies the new policy, one taken before
+    // does not. Writes in flight (numbered above the old last_seq_) count
+    // as written under the new policy. The manifest records the number, so
+    // the store never hands it out again after a restart.
+    r.since = ++last_seq_;
+    edit.last_sequence = last_seq_;
     edit.families.emplace_back(false, r);
   }
   TABLETFS_RETURN_IF_ERROR(SyncLogBeforeSchemaEdit());

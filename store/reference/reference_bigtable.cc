@@ -275,9 +275,10 @@ class ReferenceBigtable final : public Bigtable {
     MutexLock l(&mu_);
     TABLETFS_ASSIGN_OR_RETURN(Family * f, FindFamily(table, family));
     if (!(f->settings.gc_policy == settings.gc_policy)) {
-      // Versions written from the next operation on live under the new
-      // policy; older ones under both.
-      f->epochs.push_back({seq_ + 1, settings.gc_policy});
+      // The change takes a sequence number of its own: versions written
+      // after it live under the new policy, older ones under both, and a
+      // snapshot taken after it applies it.
+      f->epochs.push_back({++seq_, settings.gc_policy});
     }
     f->settings = settings;
     return Status::OK();

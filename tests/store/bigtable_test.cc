@@ -304,6 +304,26 @@ TEST_P(BigtableTest, ReadModifyWrite) {
   EXPECT_EQ((*cells)[0].value, "no");
 }
 
+// A stricter GC policy hides older versions from every read that starts
+// after the change, snapshots included (a snapshot taken before keeps what
+// it saw), with no write in between.
+TEST_P(BigtableTest, AStricterPolicyAppliesToSnapshotsTakenAfterIt) {
+  Set("r", "q", 1000, "old");
+  Set("r", "q", 2000, "new");
+  std::shared_ptr<const Snapshot> before = store_->GetSnapshot();
+  FamilySettings stricter;
+  stricter.gc_policy = GcPolicy::MaxVersions(1);
+  ASSERT_TRUE(store_->UpdateFamily("t", "f", stricter).ok());
+  std::shared_ptr<const Snapshot> after = store_->GetSnapshot();
+  ReadOptions ro;
+  ro.snapshot = after.get();
+  EXPECT_EQ(Versions("r", "q", ro), (std::vector<std::string>{"2000=new"}));
+  EXPECT_EQ(Versions("r", "q"), (std::vector<std::string>{"2000=new"}));
+  ro.snapshot = before.get();
+  EXPECT_EQ(Versions("r", "q", ro),
+            (std::vector<std::string>{"2000=new", "1000=old"}));
+}
+
 // RewriteRow: the rewrite sees the row as it is and its mutation applies
 // with no write in between; an empty mutation or an error writes nothing.
 TEST_P(BigtableTest, RewriteRowSeesTheRowAndAppliesItsMutation) {

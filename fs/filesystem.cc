@@ -268,7 +268,15 @@ FsError Filesystem::Exists(const Node& node, uint64_t ino) {
 FsError Filesystem::MakeEntry(const Node& node, Entry* e) {
   std::memset(&e->attr, 0, sizeof(e->attr));
   std::optional<uint64_t> known = inodes_.Find(node);
-  TABLETFS_FS_RETURN_IF_ERROR(Stat(node, known.value_or(0), &e->attr));
+  // A vanished cell (vanished_) has lost its name: only the kernel's inode
+  // of it shows it, until FORGET. A lookup may come after the notice that
+  // dropped the kernel's dentry but before the FORGET of the evicted inode
+  // is served (by another thread): found, the cell would count one more
+  // lookup, the FORGET would not free the inode, and every revalidation
+  // would keep the name. A vanished cell has no writer (ReleaseCell), so it
+  // is stated as one the kernel does not know.
+  uint64_t ino = known.has_value() && !Vanished(*known) ? *known : 0;
+  TABLETFS_FS_RETURN_IF_ERROR(Stat(node, ino, &e->attr));
   e->ino = inodes_.Lookup(node);
   e->attr.st_ino = e->ino;
   e->entry_timeout = EntryTimeout(node);

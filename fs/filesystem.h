@@ -276,7 +276,8 @@ class Filesystem {
   // refused). Until the kernel forgets such an inode (the release asks it
   // to drop the name), it may still use it: stat shows an empty file and a
   // writing open creates the cell again, as on a local disk, where the
-  // empty file would exist. Never listed.
+  // empty file would exist. Never listed, and never found by a lookup of
+  // its name (MakeEntry).
   std::unordered_set<uint64_t> vanished_ GUARDED_BY(handles_mu_);
 };
 

@@ -340,6 +340,11 @@ void WritePath::ReleaseCell(FileHandle& h) {
       if (c.listed_while_open() && !c.committed_once() && !c.unlinked()) {
         CellVersion v;
         if (fs_->ReadVersion(c.node(), &v).ok() && !v.exists) {
+          // Marked under the cell's lock, which this last writer detaches
+          // under: an open that creates the cell again comes after it and
+          // unmarks it, so a vanished cell has no writer
+          // (Filesystem::MakeEntry counts on it).
+          fs_->MarkVanished(c.ino());
           vanished = c.node();
         }
       }
@@ -349,10 +354,7 @@ void WritePath::ReleaseCell(FileHandle& h) {
     // or stat that finds no writer then finds the version in the store.
     c.Detach(desc);
   }
-  if (vanished.has_value()) {
-    fs_->MarkVanished(c.ino());
-    fs_->ForgetName(*vanished);
-  }
+  if (vanished.has_value()) fs_->ForgetName(*vanished);
   if (stale_pages) fs_->InvalidateKernel(c.ino());
   fs_->open_cells().Put(h.cell());
 }

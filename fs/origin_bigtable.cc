@@ -69,6 +69,12 @@ class OriginBigtable final : public Bigtable {
                                   Tagged(options));
   }
 
+  std::vector<Result<int64_t>> ApplyBatch(
+      std::string_view table, const std::vector<RowMutation>& mutations,
+      const WriteOptions& options) override {
+    return store_->ApplyBatch(table, mutations, Tagged(options));
+  }
+
   Result<RewriteResult> RewriteRow(std::string_view table,
                                    std::string_view row,
                                    const ReadOptions& read,

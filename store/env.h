@@ -138,6 +138,11 @@ class Env {
   // Bytes available to an unprivileged writer on the filesystem holding
   // `path`.
   virtual Result<uint64_t> GetFreeSpace(const std::string &path) = 0;
+  // True when GetFreeSpace costs a system call, so that a caller asking
+  // before every write may trust a recent answer far from any limit (the
+  // engine does: DBImpl::FreeSpaceFor). False (exact every time) by
+  // default, as test Envs need.
+  virtual bool FreeSpaceIsCostly() const { return false; }
   // Total size of the filesystem holding `path` (0: it reports none, as some
   // FUSE and network filesystems do). NotSupported by default.
   virtual Result<uint64_t> GetDiskSize(const std::string &path);

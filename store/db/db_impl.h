@@ -99,6 +99,9 @@ class DBImpl final : public DB {
                               const RowMutation& if_false,
                               const WriteOptions& options) override;
 
+  std::vector<Result<int64_t>> ApplyBatch(
+      std::string_view table, const std::vector<RowMutation>& mutations,
+      const WriteOptions& options) override;
   Result<RewriteResult> RewriteRow(std::string_view table,
                                    std::string_view row,
                                    const ReadOptions& read,
@@ -544,6 +547,15 @@ class DBImpl final : public DB {
   CondVar commit_cv_{&mu_};  // wakes the commit thread at shutdown
   // Set at open, before any thread starts; read-only afterwards.
   uint64_t space_reserve_ = 0;
+  // The free space of the data directory's filesystem for a write adding
+  // `adding` bytes: statfs, or while far above the reserve a recent
+  // answer less what was written since (a statfs per write cost as much
+  // as the rest of the write).
+  Result<uint64_t> FreeSpaceFor(uint64_t adding) EXCLUDES(space_mu_);
+  Mutex space_mu_;
+  uint64_t space_free_ GUARDED_BY(space_mu_) = 0;
+  int64_t space_checked_micros_ GUARDED_BY(space_mu_) = 0;
+  uint64_t space_written_since_ GUARDED_BY(space_mu_) = 0;
   // Tablets to compact because data was deleted below the space reserve;
   // true once the tablet's memtable was frozen for it.
   std::map<uint32_t, bool> reclaim_ GUARDED_BY(mu_);
@@ -584,6 +596,9 @@ class DBImpl final : public DB {
   // Change events (store/changes.h); published under mu_ in commit order.
   ChangeHub changes_;
 
+  // Locks (unlocks) the row-lock stripes of `stripes`, sorted ascending.
+  void LockStripes(const std::vector<size_t>& stripes);
+  void UnlockStripes(const std::vector<size_t>& stripes);
   static constexpr int kRowLockStripes = 64;
   Mutex row_locks_[kRowLockStripes];
 

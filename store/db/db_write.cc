@@ -91,10 +91,39 @@ uint64_t DBImpl::ResolveSpaceReserve() {
   return reserve;
 }
 
+Result<uint64_t> DBImpl::FreeSpaceFor(uint64_t adding) {
+  // Trusted for 50 ms, and only while the estimate stays above twice the
+  // reserve plus 16 MiB: near the reserve every write asks the disk.
+  constexpr int64_t kFreshMicros = 50000;
+  constexpr uint64_t kMargin = 16u << 20;
+  if (!env_->FreeSpaceIsCostly()) return env_->GetFreeSpace(dir_);
+  MutexLock l(&space_mu_);
+  const int64_t now = env_->NowMicros();
+  // A write costs its bytes twice: in the log and, later, in an SSTable.
+  const uint64_t cost = 2 * adding;
+  const uint64_t spent = space_written_since_ + cost;
+  const uint64_t estimate = space_free_ > spent ? space_free_ - spent : 0;
+  if (space_checked_micros_ != 0 && now >= space_checked_micros_ &&
+      now - space_checked_micros_ < kFreshMicros &&
+      estimate > 2 * space_reserve_ + kMargin) {
+    space_written_since_ = spent;
+    return estimate;
+  }
+  Result<uint64_t> free_space = env_->GetFreeSpace(dir_);
+  if (!free_space.ok()) {
+    space_checked_micros_ = 0;
+    return free_space;
+  }
+  space_free_ = *free_space;
+  space_checked_micros_ = now;
+  space_written_since_ = cost;
+  return *free_space;
+}
+
 Status DBImpl::CheckSpace(const RowMutation& m, bool* reclaim) {
   *reclaim = false;
   if (space_reserve_ == 0) return Status::OK();
-  Result<uint64_t> free_space = env_->GetFreeSpace(dir_);
+  Result<uint64_t> free_space = FreeSpaceFor(m.ByteSize());
   if (!AddsData(m)) {
     // A delete always goes in (the reserve is for it). Short of space (less
     // than twice the reserve free: writers are refused a little before the
@@ -151,6 +180,72 @@ Result<int64_t> DBImpl::Apply(std::string_view table,
                               const WriteOptions& options) {
   MutexLock row_lock(RowLock(table, mutation.row()));
   return WriteLocked(table, mutation, options);
+}
+
+std::vector<Result<int64_t>> DBImpl::ApplyBatch(
+    std::string_view table, const std::vector<RowMutation>& mutations,
+    const WriteOptions& options) {
+  std::vector<Result<int64_t>> out(mutations.size(), int64_t{0});
+  // Every row's lock, each stripe once and in index order (Apply and the
+  // read-modify-writes take one stripe: no deadlock).
+  std::vector<size_t> stripes;
+  for (const RowMutation& m : mutations) {
+    stripes.push_back(static_cast<size_t>(RowLock(table, m.row()) - row_locks_));
+  }
+  std::sort(stripes.begin(), stripes.end());
+  stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+  LockStripes(stripes);
+  // The valid mutations queue one after another, so that leaders take
+  // them in groups of up to kMaxGroupBytes: one log append per group.
+  std::vector<std::unique_ptr<Writer>> writers(mutations.size());
+  std::vector<bool> reclaim(mutations.size(), false);
+  for (size_t i = 0; i < mutations.size(); i++) {
+    bool r = false;
+    Status s = CheckBeforeQueueing(table, mutations[i], &r);
+    if (!s.ok()) {
+      out[i] = s;
+      continue;
+    }
+    reclaim[i] = r;
+    writers[i] = std::make_unique<Writer>(&mu_);
+    writers[i]->table = table;
+    writers[i]->mutation = &mutations[i];
+    writers[i]->sync = options.sync;
+    writers[i]->origin = options.origin;
+  }
+  {
+    MutexLock l(&mu_);
+    for (auto& w : writers) {
+      if (w) writers_.push_back(w.get());
+    }
+    for (auto& w : writers) {
+      if (!w) continue;
+      while (!w->done && w.get() != writers_.front()) Await(&w->cv);
+      if (!w->done) LeadGroup(w.get());
+    }
+  }
+  for (size_t i = 0; i < mutations.size(); i++) {
+    if (!writers[i]) continue;
+    if (!writers[i]->status.ok()) {
+      out[i] = writers[i]->status;
+    } else {
+      out[i] = writers[i]->timestamp;
+      if (reclaim[i]) RequestReclaim(table, mutations[i].row());
+    }
+  }
+  UnlockStripes(stripes);
+  return out;
+}
+
+// The analysis cannot follow a variable set of locks.
+void DBImpl::LockStripes(const std::vector<size_t>& stripes)
+    NO_THREAD_SAFETY_ANALYSIS {
+  for (size_t i : stripes) row_locks_[i].Lock();
+}
+
+void DBImpl::UnlockStripes(const std::vector<size_t>& stripes)
+    NO_THREAD_SAFETY_ANALYSIS {
+  for (size_t i : stripes) row_locks_[i].Unlock();
 }
 
 Status DBImpl::CheckBeforeQueueing(std::string_view table,

@@ -625,6 +625,8 @@ class PosixEnv final : public Env {
         std::make_unique<PosixFileLock>(&locks_, path, std::move(fd)));
   }
 
+  bool FreeSpaceIsCostly() const override { return true; }
+
   Result<uint64_t> GetFreeSpace(const std::string& path) override {
     struct statvfs st;
     int r;

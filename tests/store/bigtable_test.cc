@@ -304,6 +304,33 @@ TEST_P(BigtableTest, ReadModifyWrite) {
   EXPECT_EQ((*cells)[0].value, "no");
 }
 
+// ApplyBatch: each mutation as Apply would do it, refused ones changing
+// nothing and not holding the others back.
+TEST_P(BigtableTest, ApplyBatchAppliesEachRowOnItsOwn) {
+  std::vector<RowMutation> batch;
+  for (const char* row : {"a", "b", "c"}) {
+    batch.emplace_back(row).SetCell("f", "q", 100, std::string("v") + row);
+  }
+  batch[1].SetCell("nofamily", "q", "x");  // refused as a whole
+  batch.emplace_back("");                   // a bad key, an empty mutation
+  batch.emplace_back("a").SetCell("f", "q", 200, "second");
+  auto results = store_->ApplyBatch("t", batch, WriteOptions());
+  ASSERT_EQ(results.size(), 5u);
+  EXPECT_TRUE(results[0].ok());
+  EXPECT_TRUE(results[1].status().IsInvalidArgument());
+  EXPECT_TRUE(results[2].ok());
+  EXPECT_TRUE(results[3].status().IsInvalidArgument());
+  EXPECT_TRUE(results[4].ok());
+  EXPECT_LT(*results[0], *results[4]);  // in order
+  EXPECT_EQ(Versions("a", "q"),
+            (std::vector<std::string>{"200=second", "100=va"}));
+  EXPECT_TRUE(Versions("b", "q").empty());
+  EXPECT_EQ(Versions("c", "q"), (std::vector<std::string>{"100=vc"}));
+  auto none = store_->ApplyBatch("nope", batch, WriteOptions());
+  ASSERT_EQ(none.size(), 5u);
+  EXPECT_TRUE(none[0].status().IsNotFound());
+}
+
 // A stricter GC policy hides older versions from every read that starts
 // after the change, snapshots included (a snapshot taken before keeps what
 // it saw), with no write in between.

@@ -1,0 +1,1797 @@
+// The data model over a Bigtable v2 endpoint (api/remote_bigtable.h).
+#include "api/remote_bigtable.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "api/convert.h"
+#include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
+#include "google/bigtable/v2/bigtable.grpc.pb.h"
+#include "store/util/mutex.h"
+
+namespace tabletfs::api {
+namespace {
+
+namespace v2 = google::bigtable::v2;
+namespace admin = google::bigtable::admin::v2;
+
+using Mutations = google::protobuf::RepeatedPtrField<v2::Mutation>;
+
+// Retries of UNAVAILABLE for idempotent calls, the first after
+// kFirstBackoff, each next after twice as long.
+constexpr int kMaxRetries = 3;
+constexpr std::chrono::milliseconds kFirstBackoff{100};
+// Responses up to Cloud Bigtable's row limit (the emulator sends a whole
+// row in one response).
+constexpr int kMaxMessageBytes = 256 << 20;
+// Cloud Bigtable refuses a RowFilter whose serialized size passes this
+// (so does the daemon, api/row_filter.h).
+constexpr size_t kMaxFilterBytes = 20480;
+// The bytes of keys and values in one MutateRows request (ApplyBatch).
+constexpr size_t kMaxBatchBytes = 32u << 20;
+
+void Backoff(int attempt) {
+  std::this_thread::sleep_for(kFirstBackoff * (1 << attempt));
+}
+
+bool Retryable(const grpc::Status& s, int attempt) {
+  return s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+         attempt < kMaxRetries;
+}
+
+std::string_view CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+// The store's Status of a failed RPC: "RPC: CODE: message".
+Status FromGrpc(const grpc::Status& s, std::string_view rpc) {
+  if (s.ok()) return Status::OK();
+  std::string detail(CodeName(s.error_code()));
+  detail += ": " + s.error_message();
+  switch (s.error_code()) {
+    case grpc::StatusCode::NOT_FOUND:
+      return Status::NotFound(rpc, detail);
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return Status::AlreadyExists(rpc, detail);
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::OUT_OF_RANGE:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return Status::InvalidArgument(rpc, detail);
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return Status::NoSpace(rpc, detail);
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return Status::NotSupported(rpc, detail);
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::ABORTED:
+      return Status::Busy(rpc, detail);
+    default:
+      return Status::IOError(rpc, detail);
+  }
+}
+
+// "HOST:PORT", "[V6]:PORT", "unix:PATH" or "unix:///PATH".
+Status ValidateEndpoint(std::string_view endpoint, std::string_view what) {
+  auto bad = [&](std::string_view why) {
+    return Status::InvalidArgument(
+        std::string(what) + " '" + std::string(endpoint) + "'",
+        std::string(why) + ": expected unix:/PATH or HOST:PORT");
+  };
+  if (endpoint.starts_with("unix:")) {
+    std::string_view path = endpoint.substr(5);
+    if (path.empty()) return bad("no socket path");
+    if (path.starts_with("//") && !path.starts_with("///")) {
+      return bad("unix:// needs an absolute path (unix:///PATH)");
+    }
+    return Status::OK();
+  }
+  std::string_view host, port;
+  if (endpoint.starts_with("[")) {
+    const size_t close = endpoint.find(']');
+    if (close == std::string_view::npos || close < 2 ||
+        endpoint.substr(close + 1, 1) != ":") {
+      return bad("a bracketed IPv6 address needs ]:PORT");
+    }
+    host = endpoint.substr(1, close - 1);
+    port = endpoint.substr(close + 2);
+  } else {
+    const size_t colon = endpoint.rfind(':');
+    if (colon == std::string_view::npos) return bad("no port");
+    host = endpoint.substr(0, colon);
+    port = endpoint.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) {
+      return bad("an IPv6 address needs brackets");
+    }
+  }
+  if (host.empty()) return bad("no host");
+  for (char c : host) {
+    if (c <= ' ' || c == '/' || c == '\x7f') return bad("a bad host name");
+  }
+  if (port.empty() || port.size() > 5) return bad("a bad port");
+  int n = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return bad("a bad port");
+    n = n * 10 + (c - '0');
+  }
+  if (n < 1 || n > 65535) return bad("a port outside 1..65535");
+  return Status::OK();
+}
+
+// For the x-goog-request-params header (Cloud Bigtable routes by it).
+std::string UrlEncode(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+        (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
+        c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// A regex matching exactly `bytes`, under RE2's Latin-1 mode and Go's
+// byte regexes alike: word characters as they are, ASCII punctuation
+// behind a backslash, every other byte as \xHH. (RE2::QuoteMeta copies
+// bytes above 0x7f raw and backslashes spaces, which Go refuses.)
+std::string QuoteExact(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    const bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                      (c >= '0' && c <= '9') || c == '_';
+    const bool punct = c > ' ' && c < 0x7f && !word;
+    if (word) {
+      out += static_cast<char>(c);
+    } else if (punct) {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// The smallest key after `key`.
+std::string After(std::string_view key) {
+  std::string out(key);
+  out.push_back('\0');
+  return out;
+}
+
+// The first key past every key beginning with `prefix`; empty when there
+// is none (a prefix of only 0xff bytes).
+std::string PrefixEnd(std::string_view prefix) {
+  std::string end(prefix);
+  while (!end.empty()) {
+    unsigned char last = static_cast<unsigned char>(end.back());
+    if (last != 0xff) {
+      end.back() = static_cast<char>(last + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return end;
+}
+
+// A row key that a write may carry: the store's rule and the API's 4 KiB.
+Status CheckWriteKey(std::string_view row) {
+  TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
+  if (row.size() > kMaxRowKeyBytes) {
+    return Status::InvalidArgument(
+        "row key of " + std::to_string(row.size()) +
+        " bytes is above the Bigtable API's limit of 4096");
+  }
+  return Status::OK();
+}
+
+// A table name that cannot exist names no table.
+Status CheckTableName(std::string_view table) {
+  if (!ValidateTableName(table).ok()) {
+    return Status::NotFound("no such table", table);
+  }
+  return Status::OK();
+}
+
+Status NoSuchFamily(std::string_view table, std::string_view family) {
+  return Status::NotFound("no such family",
+                          std::string(table) + ":" + std::string(family));
+}
+
+v2::RowFilter FamilyFilter(std::string_view regex) {
+  v2::RowFilter f;
+  f.set_family_name_regex_filter(std::string(regex));
+  return f;
+}
+
+v2::RowFilter QualifierFilter(std::string_view regex) {
+  v2::RowFilter f;
+  f.set_column_qualifier_regex_filter(std::string(regex));
+  return f;
+}
+
+// One filter applying `parts` in order; nullopt for none.
+std::optional<v2::RowFilter> Chain(std::vector<v2::RowFilter> parts) {
+  if (parts.empty()) return std::nullopt;
+  if (parts.size() == 1) return std::move(parts[0]);
+  v2::RowFilter f;
+  for (v2::RowFilter& p : parts) {
+    *f.mutable_chain()->add_filters() = std::move(p);
+  }
+  return f;
+}
+
+// The families and columns ReadOptions select: one interleave whose
+// branches are disjoint (the listed families as one alternation, then per
+// other family its listed qualifiers), so no cell comes out twice.
+std::optional<v2::RowFilter> SelectionFilter(const ReadOptions& options) {
+  if (options.families.empty() && options.columns.empty()) return std::nullopt;
+  std::vector<std::string> families;
+  for (const std::string& f : options.families) {
+    // A name that cannot be a family matches nothing.
+    if (ValidateFamilyName(f).ok()) families.push_back(f);
+  }
+  std::sort(families.begin(), families.end());
+  families.erase(std::unique(families.begin(), families.end()), families.end());
+  std::map<std::string, std::vector<std::string>> columns;
+  for (const Column& c : options.columns) {
+    if (!ValidateFamilyName(c.family).ok()) continue;
+    if (std::binary_search(families.begin(), families.end(), c.family)) {
+      continue;
+    }
+    columns[c.family].push_back(c.qualifier);
+  }
+  std::vector<v2::RowFilter> branches;
+  if (!families.empty()) {
+    std::string regex;
+    for (const std::string& f : families) {
+      if (!regex.empty()) regex += '|';
+      regex += QuoteExact(f);
+    }
+    branches.push_back(FamilyFilter(regex));
+  }
+  for (const auto& [family, qualifiers] : columns) {
+    std::string regex;
+    for (const std::string& q : qualifiers) {
+      if (!regex.empty()) regex += '|';
+      regex += QuoteExact(q);
+    }
+    branches.push_back(
+        *Chain({FamilyFilter(QuoteExact(family)), QualifierFilter(regex)}));
+  }
+  v2::RowFilter f;
+  if (branches.empty()) {
+    f.set_block_all_filter(true);
+  } else if (branches.size() == 1) {
+    f = std::move(branches[0]);
+  } else {
+    for (v2::RowFilter& b : branches) {
+      *f.mutable_interleave()->add_filters() = std::move(b);
+    }
+  }
+  return f;
+}
+
+// `at` and max_versions, after whatever selects the cells: the newest
+// max_versions versions at or before `at`.
+void AddVersionFilters(const ReadOptions& options,
+                       std::vector<v2::RowFilter>* parts) {
+  if (options.at.has_value()) {
+    v2::RowFilter f;
+    if (*options.at < 0) {
+      f.set_block_all_filter(true);  // the API has no timestamp below 0
+    } else if (*options.at < INT64_MAX) {
+      f.mutable_timestamp_range_filter()->set_end_timestamp_micros(*options.at +
+                                                                   1);
+    }
+    if (f.filter_case() != v2::RowFilter::FILTER_NOT_SET) {
+      parts->push_back(std::move(f));
+    }
+  }
+  if (options.max_versions > 0) {
+    v2::RowFilter f;
+    f.set_cells_per_column_limit_filter(static_cast<int32_t>(
+        std::min<uint32_t>(options.max_versions, INT32_MAX)));
+    parts->push_back(std::move(f));
+  }
+}
+
+std::optional<v2::RowFilter> ReadFilter(const ReadOptions& options) {
+  std::vector<v2::RowFilter> parts;
+  if (std::optional<v2::RowFilter> s = SelectionFilter(options)) {
+    parts.push_back(std::move(*s));
+  }
+  AddVersionFilters(options, &parts);
+  return Chain(std::move(parts));
+}
+
+// How wide the time range of a DeleteVersion at a whole millisecond is:
+// 1 µs, exact on a server that keeps µs (the daemon); 1000 µs for servers
+// that keep whole milliseconds and refuse ranges that are not (Cloud
+// Bigtable, the emulator), where it holds that one timestamp too.
+enum class RangeWidth { kMicros, kMillis };
+
+// The timestamp op `op` writes or deletes, `ts` standing for the server's.
+int64_t TimestampOf(const RowMutation::Op& op, int64_t ts) {
+  return op.timestamp == kServerTimestamp ? ts : op.timestamp;
+}
+
+// Whether `m` deletes a version at a whole millisecond: what a server of
+// whole milliseconds refuses in RangeWidth::kMicros.
+bool DeletesAWholeMillisecond(const RowMutation& m, int64_t ts) {
+  for (const RowMutation::Op& op : m.ops()) {
+    if (op.type == RowMutation::OpType::kDeleteVersion &&
+        TimestampOf(op, ts) % 1000 == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// How a server of whole milliseconds refuses a finer range: the emulator
+// with UNKNOWN, Cloud Bigtable with INVALID_ARGUMENT.
+bool MayRefuseTheRange(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+         s.error_code() == grpc::StatusCode::UNKNOWN;
+}
+
+// Appends the API's form of `m` to *out; kServerTimestamp becomes `ts`.
+Status AddMutations(const RowMutation& m, int64_t ts, RangeWidth width,
+                    Mutations* out) {
+  if (m.ops().size() > static_cast<size_t>(kMaxMutationsPerRow)) {
+    return Status::InvalidArgument(
+        "mutation of " + std::to_string(m.ops().size()) +
+        " operations is above the Bigtable API's limit of 100000");
+  }
+  for (const RowMutation::Op& op : m.ops()) {
+    if (op.type != RowMutation::OpType::kDeleteRow &&
+        !ValidateFamilyName(op.family).ok()) {
+      return Status::InvalidArgument("unknown family", op.family);
+    }
+    const int64_t t = TimestampOf(op, ts);
+    if ((op.type == RowMutation::OpType::kSetCell ||
+         op.type == RowMutation::OpType::kDeleteVersion) &&
+        t < 0) {
+      return Status::InvalidArgument(
+          "timestamp " + std::to_string(t) +
+          " is below 0: the Bigtable API has no such timestamps");
+    }
+    v2::Mutation* out_op = out->Add();
+    switch (op.type) {
+      case RowMutation::OpType::kSetCell: {
+        auto* s = out_op->mutable_set_cell();
+        s->set_family_name(op.family);
+        s->set_column_qualifier(op.qualifier);
+        s->set_timestamp_micros(t);
+        s->set_value(op.value);
+        break;
+      }
+      case RowMutation::OpType::kDeleteVersion: {
+        auto* d = out_op->mutable_delete_from_column();
+        d->set_family_name(op.family);
+        d->set_column_qualifier(op.qualifier);
+        const int64_t span =
+            width == RangeWidth::kMillis && t % 1000 == 0 ? 1000 : 1;
+        d->mutable_time_range()->set_start_timestamp_micros(t);
+        // An end of 0 is unbounded: the last range holds one timestamp.
+        d->mutable_time_range()->set_end_timestamp_micros(
+            t > INT64_MAX - span ? 0 : t + span);
+        break;
+      }
+      case RowMutation::OpType::kDeleteCell: {
+        auto* d = out_op->mutable_delete_from_column();
+        d->set_family_name(op.family);
+        d->set_column_qualifier(op.qualifier);
+        break;
+      }
+      case RowMutation::OpType::kDeleteFamily:
+        out_op->mutable_delete_from_family()->set_family_name(op.family);
+        break;
+      case RowMutation::OpType::kDeleteRow:
+        out_op->mutable_delete_from_row();
+        break;
+      default:
+        return Status::InvalidArgument("unknown mutation op");
+    }
+  }
+  return Status::OK();
+}
+
+// The channels, stubs and names one store talks through.
+class Client {
+ public:
+  Client(const RemoteOptions& options,
+         const std::shared_ptr<grpc::Channel>& data,
+         const std::shared_ptr<grpc::Channel>& admin)
+      : options_(options),
+        instance_("projects/" + options.project + "/instances/" +
+                  options.instance),
+        data_(v2::Bigtable::NewStub(data)),
+        admin_(admin::BigtableTableAdmin::NewStub(admin)) {}
+
+  const RemoteOptions& options() const { return options_; }
+  const std::string& instance() const { return instance_; }
+  std::string TableName(std::string_view table) const {
+    return api::TableName(instance_, table);
+  }
+  v2::Bigtable::Stub* data() const { return data_.get(); }
+  admin::BigtableTableAdmin::Stub* admin() const { return admin_.get(); }
+
+  // The routing header of a data request on `table`.
+  std::string DataParams(std::string_view table) const {
+    std::string p = "table_name=" + UrlEncode(TableName(table));
+    if (!options_.app_profile.empty()) {
+      p += "&app_profile_id=" + UrlEncode(options_.app_profile);
+    }
+    return p;
+  }
+
+  // A data request's common fields.
+  template <typename Request>
+  void Address(std::string_view table, Request* r) const {
+    r->set_table_name(TableName(table));
+    r->set_app_profile_id(options_.app_profile);
+  }
+
+  // Runs `rpc` (one call, on the context it is given, which carries the
+  // deadline and `params`) and, when `idempotent`, again after
+  // UNAVAILABLE, up to kMaxRetries times.
+  template <typename Rpc>
+  grpc::Status Call(bool idempotent, const std::string& params,
+                    Rpc&& rpc) const {
+    for (int attempt = 0;; attempt++) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + options_.rpc_timeout);
+      ctx.AddMetadata("x-goog-request-params", params);
+      grpc::Status s = rpc(&ctx);
+      if (!idempotent || !Retryable(s, attempt)) return s;
+      Backoff(attempt);
+    }
+  }
+
+ private:
+  const RemoteOptions options_;
+  const std::string instance_;
+  const std::unique_ptr<v2::Bigtable::Stub> data_;
+  const std::unique_ptr<admin::BigtableTableAdmin::Stub> admin_;
+};
+
+// One ReadRows call, read response by response, each within the RPC
+// timeout (a scan as a whole may take as long as its reader likes). Runs
+// on its own completion queue, so that a wait can end at a deadline;
+// destroying it cancels the call.
+class ReadRowsCall {
+ public:
+  ReadRowsCall(const Client* client, std::string_view table,
+               v2::ReadRowsRequest request)
+      : client_(client), request_(std::move(request)) {
+    ctx_.AddMetadata("x-goog-request-params", client->DataParams(table));
+  }
+  ReadRowsCall(const ReadRowsCall&) = delete;
+  ReadRowsCall& operator=(const ReadRowsCall&) = delete;
+
+  ~ReadRowsCall() {
+    if (reader_ != nullptr && !done_) {
+      ctx_.TryCancel();
+      Finish();
+    }
+    cq_.Shutdown();
+    void* tag;
+    bool ok;
+    while (cq_.Next(&tag, &ok)) {
+    }
+  }
+
+  // The next response: true. False at the end of the stream or on an
+  // error (status() tells which).
+  bool Next(v2::ReadRowsResponse* response) {
+    if (done_) return false;
+    if (reader_ == nullptr) {
+      reader_ = client_->data()->PrepareAsyncReadRows(&ctx_, request_, &cq_);
+      reader_->StartCall(Tag(kStart));
+      if (!Await()) return Finish();
+    }
+    reader_->Read(response, Tag(kRead));
+    if (!Await()) return Finish();
+    return true;
+  }
+
+  // OK once the stream ended well; DEADLINE_EXCEEDED when a response took
+  // longer than the RPC timeout.
+  const grpc::Status& status() const { return status_; }
+
+ private:
+  enum TagKind : intptr_t { kStart = 1, kRead = 2, kFinish = 3 };
+  static void* Tag(TagKind kind) { return reinterpret_cast<void*>(kind); }
+
+  // Waits for the one operation in flight: its `ok`, or false when it
+  // did not complete within the timeout (the call is then cancelled).
+  bool Await() {
+    void* tag = nullptr;
+    bool ok = false;
+    const auto deadline =
+        std::chrono::system_clock::now() + client_->options().rpc_timeout;
+    switch (cq_.AsyncNext(&tag, &ok, deadline)) {
+      case grpc::CompletionQueue::GOT_EVENT:
+        return ok;
+      case grpc::CompletionQueue::TIMEOUT:
+        timed_out_ = true;
+        ctx_.TryCancel();
+        cq_.Next(&tag, &ok);  // the cancelled operation comes back
+        return false;
+      case grpc::CompletionQueue::SHUTDOWN:
+        return false;
+    }
+    return false;
+  }
+
+  // Collects the call's status; returns false for Next.
+  bool Finish() {
+    reader_->Finish(&status_, Tag(kFinish));
+    Await();
+    if (timed_out_) {
+      status_ = grpc::Status(
+          grpc::StatusCode::DEADLINE_EXCEEDED,
+          "no response within " +
+              std::to_string(client_->options().rpc_timeout.count()) + " ms");
+    }
+    done_ = true;
+    return false;
+  }
+
+  const Client* const client_;
+  const v2::ReadRowsRequest request_;
+  grpc::ClientContext ctx_;
+  grpc::CompletionQueue cq_;
+  std::unique_ptr<grpc::ClientAsyncReader<v2::ReadRowsResponse>> reader_;
+  grpc::Status status_;
+  bool done_ = false;
+  bool timed_out_ = false;
+};
+
+// Reassembles rows from ReadRows chunks, checking the protocol as the
+// client libraries do: a row's first chunk carries its key, family and
+// qualifier; a later chunk of the row carries a family only with a
+// qualifier, and a key only if it is the row's; value_size is set on every
+// chunk of a split value but the last, which carries no key parts; a
+// reset_row (alone) drops the row in progress; commit_row ends the row;
+// rows come in increasing key order.
+class RowAssembler {
+ public:
+  // Takes one chunk; *committed tells whether it completed a row (then
+  // TakeRow()). IOError for a chunk that breaks the protocol.
+  Status Add(const v2::ReadRowsResponse::CellChunk& c, bool* committed) {
+    *committed = false;
+    const bool key_parts = !c.row_key().empty() || c.has_family_name() ||
+                           c.has_qualifier() || c.timestamp_micros() != 0;
+    if (c.reset_row()) {
+      if (state_ == kNewRow) return Broken("reset_row between rows");
+      if (key_parts || !c.value().empty() || c.value_size() != 0 ||
+          c.labels_size() != 0) {
+        return Broken("reset_row with other fields");
+      }
+      row_.cells.clear();
+      state_ = kNewRow;
+      return Status::OK();
+    }
+    if (c.commit_row() && c.value_size() > 0) {
+      return Broken("commit_row inside a split value");
+    }
+    switch (state_) {
+      case kNewRow:
+        if (c.row_key().empty() || !c.has_family_name() || !c.has_qualifier()) {
+          return Broken(
+              "a row's first chunk lacks its key, family or qualifier");
+        }
+        if (have_last_ && c.row_key() <= last_key_) {
+          return Broken("row keys out of order");
+        }
+        row_.key = c.row_key();
+        row_.cells.clear();
+        family_ = c.family_name().value();
+        qualifier_ = c.qualifier().value();
+        StartCell(c);
+        break;
+      case kRowInProgress:
+        if (!c.row_key().empty() && c.row_key() != row_.key) {
+          return Broken("a new row key inside a row");
+        }
+        if (c.has_family_name() && !c.has_qualifier()) {
+          return Broken("a new family without a qualifier");
+        }
+        if (c.has_family_name()) family_ = c.family_name().value();
+        if (c.has_qualifier()) qualifier_ = c.qualifier().value();
+        StartCell(c);
+        break;
+      case kCellInProgress:
+        if (key_parts) return Broken("cell key parts inside a split value");
+        value_.append(c.value());
+        break;
+    }
+    if (c.value_size() > 0) {
+      state_ = kCellInProgress;
+      return Status::OK();
+    }
+    row_.cells.push_back(
+        Cell{family_, qualifier_, timestamp_, std::move(value_)});
+    value_.clear();
+    state_ = kRowInProgress;
+    if (c.commit_row()) {
+      state_ = kNewRow;
+      last_key_ = row_.key;
+      have_last_ = true;
+      *committed = true;
+    }
+    return Status::OK();
+  }
+
+  // REQUIRES: Add() just completed a row.
+  Row TakeRow() { return std::move(row_); }
+
+  // Whether a row is in progress (the stream may not end there).
+  bool InRow() const { return state_ != kNewRow; }
+
+  // Drops a row in progress: its stream broke, another continues after
+  // the last committed row.
+  void DropPartialRow() {
+    row_.cells.clear();
+    value_.clear();
+    state_ = kNewRow;
+  }
+
+  // Forgets everything: a new stream may start anywhere.
+  void Restart() {
+    DropPartialRow();
+    have_last_ = false;
+    last_key_.clear();
+  }
+
+ private:
+  enum State { kNewRow, kRowInProgress, kCellInProgress };
+
+  static Status Broken(std::string_view what) {
+    return Status::IOError("ReadRows: the response breaks the chunk protocol",
+                           what);
+  }
+
+  void StartCell(const v2::ReadRowsResponse::CellChunk& c) {
+    timestamp_ = c.timestamp_micros();
+    value_ = c.value();
+    if (c.value_size() > 0) {
+      value_.reserve(std::min<size_t>(c.value_size(), kMaxMessageBytes));
+    }
+  }
+
+  State state_ = kNewRow;
+  Row row_;
+  std::string family_, qualifier_;
+  int64_t timestamp_ = 0;
+  std::string value_;
+  bool have_last_ = false;
+  std::string last_key_;
+};
+
+// What GetSnapshot returns: only a name for "this client's reads".
+class RemoteSnapshot final : public Snapshot {
+ public:
+  explicit RemoteSnapshot(const void* owner) : owner_(owner) {}
+  const void* owner() const { return owner_; }
+
+ private:
+  const void* const owner_;
+};
+
+// Streams ReadRows over [start, end), holding one row (and the response
+// it came in) at a time. Seek within the rows the stream is known to have
+// no others before (from `covered_` up to the buffered row) moves inside
+// the buffer; any other Seek starts a new stream. A stream that fails with
+// UNAVAILABLE resumes after the last row it delivered.
+class RemoteScanner final : public Scanner {
+ public:
+  RemoteScanner(const Client* client, std::string table,
+                std::optional<v2::RowFilter> filter, std::string start,
+                std::string end)
+      : client_(client),
+        table_(std::move(table)),
+        filter_(std::move(filter)),
+        start_(std::move(start)),
+        end_(std::move(end)) {}
+
+  void Seek(std::string_view row, std::string_view family,
+            std::string_view qualifier) override {
+    std::string target(row);
+    bool inside = true;  // family and qualifier apply to target's row
+    if (target < start_) {
+      target = start_;
+      inside = false;
+    }
+    if (!end_.empty() && target >= end_) {
+      EndAt(target);
+      return;
+    }
+    if (positioned_ && status_.ok() && covered_ <= target &&
+        (!Valid() || target <= row_.key)) {
+      if (!Valid()) return;  // nothing at or after target
+      if (target < row_.key || !inside) {
+        pos_ = 0;
+      } else {
+        PositionInRow(family, qualifier);
+      }
+      return;
+    }
+    Restart(target);
+    LoadNextRow();
+    if (inside && Valid() && row_.key == target) {
+      PositionInRow(family, qualifier);
+    }
+  }
+
+  void SeekToFirst() override { Seek(start_, {}, {}); }
+
+  bool Valid() const override { return pos_ < row_.cells.size(); }
+
+  void Next() override {
+    assert(Valid());
+    if (++pos_ == row_.cells.size()) LoadNextRow();
+  }
+
+  void NextColumn() override {
+    assert(Valid());
+    const Cell& c = row_.cells[pos_];
+    const std::string family = c.family, qualifier = c.qualifier;
+    SkipWhile([&](const Cell& x) {
+      return x.family == family && x.qualifier == qualifier;
+    });
+  }
+
+  void NextFamily() override {
+    assert(Valid());
+    const std::string family = row_.cells[pos_].family;
+    SkipWhile([&](const Cell& x) { return x.family == family; });
+  }
+
+  void NextRow() override {
+    assert(Valid());
+    LoadNextRow();
+  }
+
+  std::string_view row() const override { return row_.key; }
+  std::string_view family() const override { return row_.cells[pos_].family; }
+  std::string_view qualifier() const override {
+    return row_.cells[pos_].qualifier;
+  }
+  int64_t timestamp() const override { return row_.cells[pos_].timestamp; }
+  uint64_t value_size() const override { return row_.cells[pos_].value.size(); }
+  Result<std::string_view> value() override {
+    return std::string_view(row_.cells[pos_].value);
+  }
+
+  Status status() const override { return status_; }
+
+ private:
+  template <typename Same>
+  void SkipWhile(Same same) {
+    while (pos_ < row_.cells.size() && same(row_.cells[pos_])) pos_++;
+    if (pos_ == row_.cells.size()) LoadNextRow();
+  }
+
+  // Within the buffered row: at (family, qualifier) or after; a family the
+  // row does not hold: the row's start.
+  void PositionInRow(std::string_view family, std::string_view qualifier) {
+    pos_ = 0;
+    if (family.empty()) return;
+    size_t i = 0;
+    while (i < row_.cells.size() && row_.cells[i].family != family) i++;
+    if (i == row_.cells.size()) return;
+    while (i < row_.cells.size() && row_.cells[i].family == family &&
+           row_.cells[i].qualifier < qualifier) {
+      i++;
+    }
+    pos_ = i;
+    if (pos_ == row_.cells.size()) LoadNextRow();
+  }
+
+  // Past the end: no rows at or after `from`.
+  void EndAt(std::string from) {
+    call_.reset();
+    row_.cells.clear();
+    pos_ = 0;
+    status_ = Status::OK();
+    positioned_ = true;
+    covered_ = std::move(from);
+  }
+
+  void Restart(const std::string& from) {
+    assembler_.Restart();
+    retries_ = 0;
+    status_ = Status::OK();
+    resume_ = from;
+    OpenStream();
+  }
+
+  // A stream over [resume_, end_).
+  void OpenStream() {
+    call_.reset();
+    response_.Clear();
+    next_chunk_ = 0;
+    if (!end_.empty() && resume_ >= end_) return;  // nothing left
+    v2::ReadRowsRequest request;
+    client_->Address(table_, &request);
+    v2::RowRange* range = request.mutable_rows()->add_row_ranges();
+    if (!resume_.empty()) range->set_start_key_closed(resume_);
+    if (!end_.empty()) range->set_end_key_open(end_);
+    if (filter_.has_value()) *request.mutable_filter() = *filter_;
+    call_ = std::make_unique<ReadRowsCall>(client_, table_, std::move(request));
+  }
+
+  // Reads the next whole row into row_; at the end or on an error row_ is
+  // empty (status_ tells which).
+  void LoadNextRow() {
+    row_.cells.clear();
+    pos_ = 0;
+    positioned_ = true;
+    // No row lies between where the stream stands and the row it gives.
+    covered_ = resume_;
+    while (call_ != nullptr) {
+      while (next_chunk_ < response_.chunks_size()) {
+        bool committed = false;
+        Status s = assembler_.Add(response_.chunks(next_chunk_++), &committed);
+        if (!s.ok()) return Fail(s);
+        if (committed) {
+          row_ = assembler_.TakeRow();
+          resume_ = After(row_.key);
+          retries_ = 0;
+          return;
+        }
+      }
+      // Every row of the response delivered: the server vouches that
+      // nothing visible lies before the key it last scanned.
+      const std::string& scanned = response_.last_scanned_row_key();
+      if (!scanned.empty() && !assembler_.InRow() && After(scanned) > resume_) {
+        resume_ = After(scanned);
+      }
+      next_chunk_ = 0;
+      if (call_->Next(&response_)) continue;
+      const grpc::Status s = call_->status();
+      if (s.ok()) {
+        call_.reset();
+        if (assembler_.InRow()) {
+          return Fail(
+              Status::IOError("ReadRows: the stream ended inside "
+                              "row",
+                              row_.key));
+        }
+        return;  // the end
+      }
+      if (!Retryable(s, retries_)) return Fail(FromGrpc(s, "ReadRows"));
+      Backoff(retries_++);
+      assembler_.DropPartialRow();
+      OpenStream();
+    }
+  }
+
+  void Fail(const Status& s) {
+    call_.reset();
+    row_.cells.clear();
+    pos_ = 0;
+    status_ = s;
+  }
+
+  const Client* const client_;
+  const std::string table_;
+  const std::optional<v2::RowFilter> filter_;
+  // The scan's range [start_, end_); empty end_: to the table's end.
+  const std::string start_, end_;
+
+  // The stream: nullptr once it ended (or failed).
+  std::unique_ptr<ReadRowsCall> call_;
+  v2::ReadRowsResponse response_;
+  int next_chunk_ = 0;
+  RowAssembler assembler_;
+  // Where the stream's unread part begins: after the last row it gave.
+  std::string resume_;
+  int retries_ = 0;
+
+  // The current row and the position in it; Valid() while in it.
+  Row row_;
+  size_t pos_ = 0;
+  // Once positioned: no visible row in [covered_, row_.key), or past
+  // covered_ at all when !Valid() and status_ is OK.
+  bool positioned_ = false;
+  std::string covered_;
+  Status status_;
+};
+
+class RemoteBigtable final : public Bigtable {
+ public:
+  RemoteBigtable(const RemoteOptions& options,
+                 const std::shared_ptr<grpc::Channel>& data,
+                 const std::shared_ptr<grpc::Channel>& admin)
+      : client_(options, data, admin) {}
+
+  // ---- Schema ----
+
+  Status CreateTable(std::string_view table) override {
+    TABLETFS_RETURN_IF_ERROR(ValidateTableName(table));
+    admin::CreateTableRequest req;
+    req.set_parent(client_.instance());
+    req.set_table_id(std::string(table));
+    admin::Table resp;
+    grpc::Status s =
+        client_.Call(false, "parent=" + UrlEncode(client_.instance()),
+                     [&](grpc::ClientContext* ctx) {
+                       return client_.admin()->CreateTable(ctx, req, &resp);
+                     });
+    Forget(table);
+    return FromGrpc(s, "CreateTable");
+  }
+
+  Status DeleteTable(std::string_view table) override {
+    TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
+    admin::DeleteTableRequest req;
+    req.set_name(client_.TableName(table));
+    google::protobuf::Empty resp;
+    grpc::Status s = client_.Call(
+        false, "name=" + UrlEncode(req.name()), [&](grpc::ClientContext* ctx) {
+          return client_.admin()->DeleteTable(ctx, req, &resp);
+        });
+    Forget(table);
+    return FromGrpc(s, "DeleteTable");
+  }
+
+  Result<std::vector<std::string>> ListTables() override {
+    admin::ListTablesRequest req;
+    req.set_parent(client_.instance());
+    req.set_view(admin::Table::NAME_ONLY);
+    const std::string prefix = client_.instance() + "/tables/";
+    std::vector<std::string> names;
+    do {
+      admin::ListTablesResponse resp;
+      grpc::Status s =
+          client_.Call(true, "parent=" + UrlEncode(req.parent()),
+                       [&](grpc::ClientContext* ctx) {
+                         return client_.admin()->ListTables(ctx, req, &resp);
+                       });
+      if (!s.ok()) return FromGrpc(s, "ListTables");
+      for (const admin::Table& t : resp.tables()) {
+        if (t.name().starts_with(prefix)) {
+          names.push_back(t.name().substr(prefix.size()));
+        }
+      }
+      req.set_page_token(resp.next_page_token());
+    } while (!req.page_token().empty());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  Result<TableInfo> GetTable(std::string_view table) override {
+    TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
+    admin::Table resp;
+    TABLETFS_RETURN_IF_ERROR(
+        FromGrpc(Describe(table, admin::Table::NAME_ONLY, &resp), "GetTable"));
+    // When it was created is not told.
+    return TableInfo{std::string(table), 0};
+  }
+
+  Status CreateFamily(std::string_view table, std::string_view family,
+                      const FamilySettings& settings) override {
+    TABLETFS_RETURN_IF_ERROR(ValidateFamilyName(family));
+    TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
+    admin::ModifyColumnFamiliesRequest req;
+    auto* m = req.add_modifications();
+    m->set_id(std::string(family));
+    // Only the GC policy has a place in the API.
+    *m->mutable_create()->mutable_gc_rule() = ToGcRule(settings.gc_policy);
+    return ModifyFamilies(table, &req);
+  }
+
+  Status UpdateFamily(std::string_view table, std::string_view family,
+                      const FamilySettings& settings) override {
+    TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
+    if (!ValidateFamilyName(family).ok()) return NoSuchFamily(table, family);
+    FamilySettings stored;  // what GetFamily reports beside the policy
+    stored.gc_policy = settings.gc_policy;
+    // An unknown family says so first (the emulator would say UNKNOWN).
+    TABLETFS_RETURN_IF_ERROR(CheckFamily(table, family, /*fresh=*/true));
+    if (!(settings == stored)) {
+      return Status::NotSupported(
+          "a remote store keeps only a family's GC policy: its compression, "
+          "owner and mode stay lz4, 0:0 and 0644",
+          std::string(table) + ":" + std::string(family));
+    }
+    admin::ModifyColumnFamiliesRequest req;
+    auto* m = req.add_modifications();
+    m->set_id(std::string(family));
+    *m->mutable_update()->mutable_gc_rule() = ToGcRule(settings.gc_policy);
+    return ModifyFamilies(table, &req);
+  }
+
+  Status DeleteFamily(std::string_view table,
+                      std::string_view family) override {
+    TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
+    if (!ValidateFamilyName(family).ok()) return NoSuchFamily(table, family);
+    TABLETFS_RETURN_IF_ERROR(CheckFamily(table, family, /*fresh=*/true));
+    admin::ModifyColumnFamiliesRequest req;
+    auto* m = req.add_modifications();
+    m->set_id(std::string(family));
+    m->set_drop(true);
+    return ModifyFamilies(table, &req);
+  }
+
+  Result<std::vector<FamilyInfo>> ListFamilies(
+      std::string_view table) override {
+    TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
+    return FetchFamilies(table);
+  }
+
+  Result<FamilySettings> GetFamily(std::string_view table,
+                                   std::string_view family) override {
+    TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
+    if (!ValidateFamilyName(family).ok()) return NoSuchFamily(table, family);
+    TABLETFS_ASSIGN_OR_RETURN(std::vector<FamilyInfo> families,
+                              FetchFamilies(table));
+    for (FamilyInfo& f : families) {
+      if (f.name == family) return std::move(f.settings);
+    }
+    return NoSuchFamily(table, family);
+  }
+
+  // ---- Writes ----
+
+  Result<int64_t> Apply(std::string_view table, const RowMutation& mutation,
+                        const WriteOptions&) override {
+    TABLETFS_RETURN_IF_ERROR(CheckApply(table, mutation));
+    const int64_t ts = NextTimestamp();
+    v2::MutateRowRequest req;
+    client_.Address(table, &req);
+    req.set_row_key(mutation.row());
+    auto send = [&](RangeWidth width) {
+      req.clear_mutations();
+      AddMutations(mutation, ts, width, req.mutable_mutations()).IgnoreError();
+      v2::MutateRowResponse resp;
+      // Every timestamp is explicit now: a repeat writes the same versions.
+      return client_.Call(true, client_.DataParams(table),
+                          [&](grpc::ClientContext* ctx) {
+                            return client_.data()->MutateRow(ctx, req, &resp);
+                          });
+    };
+    grpc::Status s =
+        SendWithRanges(send, DeletesAWholeMillisecond(mutation, ts));
+    if (!s.ok()) return WriteError(table, s, "MutateRow");
+    return ts;
+  }
+
+  // MutateRows. The API commits the entries of one request in no
+  // particular order, so a row written twice goes into two requests, sent
+  // in order; entries refused UNAVAILABLE are sent again on their own.
+  std::vector<Result<int64_t>> ApplyBatch(
+      std::string_view table, const std::vector<RowMutation>& mutations,
+      const WriteOptions&) override {
+    std::vector<Result<int64_t>> out;
+    out.reserve(mutations.size());
+    std::vector<BatchEntry> pending;
+    for (size_t i = 0; i < mutations.size(); i++) {
+      Status s = CheckApply(table, mutations[i]);
+      out.emplace_back(s.ok() ? Status::IOError("MutateRows: not sent") : s);
+      if (s.ok()) pending.push_back({i, NextTimestamp()});
+    }
+    std::optional<bool> table_exists;
+    for (size_t begin = 0; begin < pending.size();) {
+      std::set<std::string_view> rows;
+      size_t end = begin, ops = 0, bytes = 0;
+      for (; end < pending.size(); end++) {
+        const RowMutation& m = mutations[pending[end].index];
+        if (end > begin &&
+            (rows.count(m.row()) != 0 ||
+             ops + m.ops().size() > static_cast<size_t>(kMaxMutationsPerRow) ||
+             bytes + m.ByteSize() > kMaxBatchBytes)) {
+          break;
+        }
+        rows.insert(m.row());
+        ops += m.ops().size();
+        bytes += m.ByteSize();
+      }
+      SendBatch(table, mutations,
+                std::vector<BatchEntry>(pending.begin() + begin,
+                                        pending.begin() + end),
+                &table_exists, &out);
+      begin = end;
+    }
+    return out;
+  }
+
+  Result<AppendResult> Append(std::string_view table, std::string_view row,
+                              std::string_view family,
+                              std::string_view qualifier, std::string_view data,
+                              const WriteOptions&) override {
+    v2::ReadModifyWriteRule rule;
+    rule.set_append_value(std::string(data));
+    TABLETFS_ASSIGN_OR_RETURN(
+        Cell cell, ReadModifyWrite(table, row, family, qualifier, &rule));
+    return AppendResult{cell.timestamp, cell.value.size()};
+  }
+
+  Result<int64_t> Increment(std::string_view table, std::string_view row,
+                            std::string_view family, std::string_view qualifier,
+                            int64_t delta, const WriteOptions&) override {
+    v2::ReadModifyWriteRule rule;
+    rule.set_increment_amount(delta);
+    TABLETFS_ASSIGN_OR_RETURN(
+        Cell cell, ReadModifyWrite(table, row, family, qualifier, &rule));
+    if (cell.value.size() != 8) {
+      return Status::IOError("ReadModifyWriteRow: the incremented value is " +
+                             std::to_string(cell.value.size()) +
+                             " bytes, not 8");
+    }
+    uint64_t n = 0;
+    for (unsigned char c : cell.value) n = n << 8 | c;
+    return static_cast<int64_t>(n);
+  }
+
+  Result<bool> CheckAndMutate(std::string_view table, std::string_view row,
+                              const CellCondition& condition,
+                              const RowMutation& if_true,
+                              const RowMutation& if_false,
+                              const WriteOptions&) override {
+    TABLETFS_RETURN_IF_ERROR(CheckWriteKey(row));
+    for (const RowMutation* m : {&if_true, &if_false}) {
+      if (!m->empty() && m->row() != row) {
+        return Status::InvalidArgument("CheckAndMutate: mutation for row '" +
+                                       m->row() +
+                                       "' differs from the checked row");
+      }
+    }
+    TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
+    if (!ValidateFamilyName(condition.family).ok()) {
+      return NoSuchFamily(table, condition.family);
+    }
+    // The API reads an unknown family as an absent cell.
+    TABLETFS_RETURN_IF_ERROR(CheckFamily(table, condition.family));
+    TABLETFS_RETURN_IF_ERROR(CheckMutationFamilies(table, if_true));
+    TABLETFS_RETURN_IF_ERROR(CheckMutationFamilies(table, if_false));
+    std::vector<v2::RowFilter> parts;
+    parts.push_back(FamilyFilter(QuoteExact(condition.family)));
+    parts.push_back(QualifierFilter(QuoteExact(condition.qualifier)));
+    parts.emplace_back().set_cells_per_column_limit_filter(1);
+    if (condition.op == CellCondition::Op::kEquals) {
+      parts.emplace_back().set_value_regex_filter(QuoteExact(condition.value));
+    }
+    v2::RowFilter predicate = *Chain(std::move(parts));
+    if (predicate.ByteSizeLong() > kMaxFilterBytes) {
+      return Status::NotSupported(
+          "CheckAndMutate: comparing a value of " +
+          std::to_string(condition.value.size()) +
+          " bytes needs a filter above the Bigtable API's limit of 20480 "
+          "bytes");
+    }
+    // kNotExists holds exactly when kExists does not.
+    const bool swapped = condition.op == CellCondition::Op::kNotExists;
+    const RowMutation& on_match = swapped ? if_false : if_true;
+    const RowMutation& on_miss = swapped ? if_true : if_false;
+    if (on_match.empty() && on_miss.empty()) {
+      TABLETFS_ASSIGN_OR_RETURN(Row current, ReadOneRow(table, row, predicate));
+      return current.cells.empty() == swapped;
+    }
+    v2::CheckAndMutateRowRequest req;
+    client_.Address(table, &req);
+    req.set_row_key(std::string(row));
+    *req.mutable_predicate_filter() = std::move(predicate);
+    const int64_t ts = NextTimestamp();
+    {
+      Mutations probe;
+      TABLETFS_RETURN_IF_ERROR(
+          AddMutations(on_match, ts, RangeWidth::kMicros, &probe));
+      TABLETFS_RETURN_IF_ERROR(
+          AddMutations(on_miss, ts, RangeWidth::kMicros, &probe));
+    }
+    v2::CheckAndMutateRowResponse resp;
+    auto send = [&](RangeWidth width) {
+      req.clear_true_mutations();
+      req.clear_false_mutations();
+      AddMutations(on_match, ts, width, req.mutable_true_mutations())
+          .IgnoreError();
+      AddMutations(on_miss, ts, width, req.mutable_false_mutations())
+          .IgnoreError();
+      // Not idempotent: the condition may change in between. (A request
+      // refused for its ranges changed nothing: SendWithRanges.)
+      return client_.Call(
+          false, client_.DataParams(table), [&](grpc::ClientContext* ctx) {
+            return client_.data()->CheckAndMutateRow(ctx, req, &resp);
+          });
+    };
+    grpc::Status s =
+        SendWithRanges(send, DeletesAWholeMillisecond(on_match, ts) ||
+                                 DeletesAWholeMillisecond(on_miss, ts));
+    if (!s.ok()) return WriteError(table, s, "CheckAndMutateRow");
+    return resp.predicate_matched() != swapped;
+  }
+
+  Result<RewriteResult> RewriteRow(std::string_view, std::string_view,
+                                   const ReadOptions&, const RowRewrite&,
+                                   const WriteOptions&) override {
+    return Status::NotSupported(
+        "RewriteRow: a remote store cannot run a rewrite atomically (the "
+        "Bigtable API has no read-then-write of an arbitrary function)");
+  }
+
+  // ---- Reads ----
+
+  Result<Row> ReadRow(std::string_view table, std::string_view row,
+                      const ReadOptions& options) override {
+    TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
+    TABLETFS_RETURN_IF_ERROR(CheckSnapshot(options));
+    TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
+    return ReadOneRow(table, row, ReadFilter(options));
+  }
+
+  Result<std::vector<Cell>> ReadCell(std::string_view table,
+                                     std::string_view row,
+                                     std::string_view family,
+                                     std::string_view qualifier,
+                                     const ReadOptions& options) override {
+    TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
+    TABLETFS_RETURN_IF_ERROR(CheckSnapshot(options));
+    TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
+    if (!ValidateFamilyName(family).ok()) return NoSuchFamily(table, family);
+    std::vector<v2::RowFilter> parts;
+    parts.push_back(FamilyFilter(QuoteExact(family)));
+    parts.push_back(QualifierFilter(QuoteExact(qualifier)));
+    AddVersionFilters(options, &parts);
+    TABLETFS_ASSIGN_OR_RETURN(Row r,
+                              ReadOneRow(table, row, Chain(std::move(parts))));
+    // Nothing read: perhaps because there is no such family.
+    if (r.cells.empty()) TABLETFS_RETURN_IF_ERROR(CheckFamily(table, family));
+    return std::move(r.cells);
+  }
+
+  Result<std::unique_ptr<Scanner>> NewScanner(
+      std::string_view table, const ScanOptions& options) override {
+    TABLETFS_RETURN_IF_ERROR(CheckSnapshot(options.read));
+    TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
+    std::string start = std::max(options.start_row, options.prefix);
+    std::string end = options.end_row;
+    const std::string prefix_end = PrefixEnd(options.prefix);
+    if (!prefix_end.empty() && (end.empty() || prefix_end < end)) {
+      end = prefix_end;
+    }
+    std::optional<v2::RowFilter> filter = ReadFilter(options.read);
+    if (!end.empty() && end <= start) {
+      // An empty range still names a table that must exist.
+      v2::RowFilter none;
+      none.set_block_all_filter(true);
+      TABLETFS_RETURN_IF_ERROR(ReadOneRow(table, "-", none).status());
+    }
+    auto scanner = std::make_unique<RemoteScanner>(
+        &client_, std::string(table), std::move(filter), std::move(start),
+        std::move(end));
+    scanner->SeekToFirst();
+    TABLETFS_RETURN_IF_ERROR(scanner->status());
+    return std::unique_ptr<Scanner>(std::move(scanner));
+  }
+
+  std::shared_ptr<const Snapshot> GetSnapshot() override {
+    return std::make_shared<RemoteSnapshot>(this);
+  }
+
+  Result<std::vector<TabletInfo>> ListTablets(std::string_view table) override {
+    TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
+    v2::SampleRowKeysRequest req;
+    client_.Address(table, &req);
+    std::vector<v2::SampleRowKeysResponse> samples;
+    grpc::Status s = client_.Call(
+        true, client_.DataParams(table), [&](grpc::ClientContext* ctx) {
+          samples.clear();
+          auto reader = client_.data()->SampleRowKeys(ctx, req);
+          v2::SampleRowKeysResponse r;
+          while (reader->Read(&r)) samples.push_back(r);
+          return reader->Finish();
+        });
+    if (!s.ok()) return FromGrpc(s, "SampleRowKeys");
+    std::vector<TabletInfo> tablets;
+    std::string start;
+    int64_t offset = 0;
+    for (const v2::SampleRowKeysResponse& r : samples) {
+      TabletInfo t;
+      t.start_row = start;
+      t.end_row = r.row_key();
+      t.bytes = static_cast<uint64_t>(
+          std::max<int64_t>(0, r.offset_bytes() - offset));
+      offset = std::max(offset, r.offset_bytes());
+      start = r.row_key();
+      if (t.end_row.empty()) {
+        tablets.push_back(std::move(t));
+        return tablets;  // the empty key is the table's end
+      }
+      if (t.end_row > t.start_row) tablets.push_back(std::move(t));
+    }
+    // No closing empty key: the rest of the table, size unknown.
+    TabletInfo rest;
+    rest.start_row = start;
+    tablets.push_back(std::move(rest));
+    return tablets;
+  }
+
+  // ---- Change events, durability ----
+
+  Result<std::unique_ptr<ChangeSubscription>> Subscribe(
+      const SubscribeOptions&) override {
+    return Status::NotSupported(
+        "Subscribe: a remote store sends no change events");
+  }
+
+  // The server's durability applies to every acknowledged write.
+  Status Sync() override { return Status::OK(); }
+  Status StickyError() override { return Status::OK(); }
+
+ private:
+  // A new client timestamp: whole milliseconds, rounded up from the
+  // clock (a version written here after one the daemon stamped in µs in
+  // the same millisecond sorts after it), strictly increasing.
+  int64_t NextTimestamp() {
+    const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    const int64_t ms = (now + 999) / 1000 * 1000;
+    MutexLock l(&mu_);
+    last_timestamp_ = std::max(ms, last_timestamp_ + 1000);
+    return last_timestamp_;
+  }
+
+  Status CheckSnapshot(const ReadOptions& options) const {
+    if (options.snapshot == nullptr) return Status::OK();
+    auto* s = dynamic_cast<const RemoteSnapshot*>(options.snapshot);
+    if (s == nullptr || s->owner() != this) {
+      return Status::InvalidArgument("snapshot from another store");
+    }
+    return Status::OK();
+  }
+
+  // GetTable in `view` into *out.
+  grpc::Status Describe(std::string_view table, admin::Table::View view,
+                        admin::Table* out) {
+    admin::GetTableRequest req;
+    req.set_name(client_.TableName(table));
+    req.set_view(view);
+    return client_.Call(true, "name=" + UrlEncode(req.name()),
+                        [&](grpc::ClientContext* ctx) {
+                          return client_.admin()->GetTable(ctx, req, out);
+                        });
+  }
+
+  // The table's families by name, as the server has them now; refreshes
+  // the cache.
+  Result<std::vector<FamilyInfo>> FetchFamilies(std::string_view table) {
+    admin::Table t;
+    grpc::Status s = Describe(table, admin::Table::SCHEMA_VIEW, &t);
+    if (!s.ok()) {
+      const grpc::StatusCode code = s.error_code();
+      if (code == grpc::StatusCode::PERMISSION_DENIED ||
+          code == grpc::StatusCode::UNAUTHENTICATED ||
+          code == grpc::StatusCode::UNIMPLEMENTED) {
+        // A credential for data only: stop asking about this table.
+        MutexLock l(&mu_);
+        schemas_[std::string(table)] = Schema{{}, /*unknowable=*/true};
+      }
+      return FromGrpc(s, "GetTable");
+    }
+    std::vector<FamilyInfo> families;
+    for (const auto& [name, family] : t.column_families()) {
+      FamilyInfo f;
+      f.name = name;
+      if (grpc::Status st = ToGcPolicy(family.gc_rule(), &f.settings.gc_policy);
+          !st.ok()) {
+        return Status::IOError("GetTable: family " + name +
+                                   " has a GC rule this client cannot read",
+                               st.error_message());
+      }
+      families.push_back(std::move(f));
+    }
+    std::sort(families.begin(), families.end(),
+              [](const FamilyInfo& a, const FamilyInfo& b) {
+                return a.name < b.name;
+              });
+    Schema schema;
+    for (const FamilyInfo& f : families) schema.families.push_back(f.name);
+    MutexLock l(&mu_);
+    schemas_[std::string(table)] = std::move(schema);
+    return families;
+  }
+
+  // Whether `table` has `family`: from the cache, else (or when `fresh`)
+  // from the server. True also when the admin API cannot tell (refused,
+  // unreachable): then the server's own answer stands. NotFound for an
+  // unknown table.
+  Result<bool> HasFamily(std::string_view table, std::string_view family,
+                         bool fresh) {
+    if (!fresh) {
+      MutexLock l(&mu_);
+      auto it = schemas_.find(table);
+      if (it != schemas_.end() &&
+          (it->second.unknowable ||
+           std::find(it->second.families.begin(), it->second.families.end(),
+                     family) != it->second.families.end())) {
+        return true;
+      }
+    }
+    Result<std::vector<FamilyInfo>> families = FetchFamilies(table);
+    if (families.status().IsNotFound()) return families.status();
+    if (!families.ok()) return true;
+    for (const FamilyInfo& f : *families) {
+      if (f.name == family) return true;
+    }
+    return false;
+  }
+
+  // NotFound for an unknown table or family.
+  Status CheckFamily(std::string_view table, std::string_view family,
+                     bool fresh = false) {
+    TABLETFS_ASSIGN_OR_RETURN(bool has, HasFamily(table, family, fresh));
+    return has ? Status::OK() : NoSuchFamily(table, family);
+  }
+
+  // InvalidArgument for a mutation naming a family the table lacks (the
+  // daemon would say NOT_FOUND, the emulator UNKNOWN); NotFound for an
+  // unknown table.
+  Status CheckMutationFamilies(std::string_view table, const RowMutation& m) {
+    std::vector<std::string_view> checked;
+    for (const RowMutation::Op& op : m.ops()) {
+      if (op.type == RowMutation::OpType::kDeleteRow) continue;
+      if (std::find(checked.begin(), checked.end(), op.family) !=
+          checked.end()) {
+        continue;
+      }
+      checked.push_back(op.family);
+      if (!ValidateFamilyName(op.family).ok()) {
+        return Status::InvalidArgument("unknown family", op.family);
+      }
+      TABLETFS_ASSIGN_OR_RETURN(bool has, HasFamily(table, op.family, false));
+      if (!has) return Status::InvalidArgument("unknown family", op.family);
+    }
+    return Status::OK();
+  }
+
+  // Sends a write through `send`, which builds the request for a range
+  // width. A server that refuses µs ranges gets whole milliseconds from
+  // then on; its refusal changed nothing, so the write goes again.
+  template <typename Send>
+  grpc::Status SendWithRanges(Send&& send, bool deletes_whole_ms) {
+    if (millisecond_ranges_) return send(RangeWidth::kMillis);
+    grpc::Status s = send(RangeWidth::kMicros);
+    if (s.ok() || !deletes_whole_ms || !MayRefuseTheRange(s)) return s;
+    grpc::Status wide = send(RangeWidth::kMillis);
+    if (wide.ok()) millisecond_ranges_ = true;
+    return wide;
+  }
+
+  // Drops what the cache knows of `table`.
+  void Forget(std::string_view table) {
+    MutexLock l(&mu_);
+    auto it = schemas_.find(table);
+    if (it != schemas_.end()) schemas_.erase(it);
+  }
+
+  Status ModifyFamilies(std::string_view table,
+                        admin::ModifyColumnFamiliesRequest* req) {
+    req->set_name(client_.TableName(table));
+    admin::Table resp;
+    grpc::Status s = client_.Call(
+        false, "name=" + UrlEncode(req->name()), [&](grpc::ClientContext* ctx) {
+          return client_.admin()->ModifyColumnFamilies(ctx, *req, &resp);
+        });
+    Forget(table);
+    return FromGrpc(s, "ModifyColumnFamilies");
+  }
+
+  // A refused write's Status. The API says NOT_FOUND for an unknown
+  // family in a mutation, which the contract calls InvalidArgument.
+  // `table_exists` caches the answer across the entries of a batch.
+  Status WriteError(std::string_view table, const grpc::Status& s,
+                    std::string_view rpc,
+                    std::optional<bool>* table_exists = nullptr) {
+    Status st = FromGrpc(s, rpc);
+    if (!st.IsNotFound()) return st;
+    std::optional<bool> exists;
+    if (table_exists == nullptr) table_exists = &exists;
+    if (!table_exists->has_value()) {
+      // A family dropped since the cache learned of it.
+      Forget(table);
+      admin::Table t;
+      *table_exists = Describe(table, admin::Table::NAME_ONLY, &t).ok();
+    }
+    if (**table_exists) {
+      return Status::InvalidArgument(std::string(rpc) + ": unknown family",
+                                     st.message());
+    }
+    return st;
+  }
+
+  // What Apply refuses before sending anything.
+  Status CheckApply(std::string_view table, const RowMutation& mutation) {
+    TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
+    if (mutation.empty()) return Status::InvalidArgument("empty mutation");
+    TABLETFS_RETURN_IF_ERROR(CheckWriteKey(mutation.row()));
+    TABLETFS_RETURN_IF_ERROR(CheckMutationFamilies(table, mutation));
+    Mutations probe;  // negative timestamps, too many operations
+    return AddMutations(mutation, 0, RangeWidth::kMicros, &probe);
+  }
+
+  // One mutation of ApplyBatch and the timestamp it was given.
+  struct BatchEntry {
+    size_t index;
+    int64_t ts;
+  };
+
+  // One MutateRows request of `todo` (distinct rows), then again for the
+  // entries refused UNAVAILABLE, or refused for their µs ranges (once, in
+  // whole milliseconds, as SendWithRanges does); results into *out.
+  void SendBatch(std::string_view table,
+                 const std::vector<RowMutation>& mutations,
+                 std::vector<BatchEntry> todo,
+                 std::optional<bool>* table_exists,
+                 std::vector<Result<int64_t>>* out) {
+    bool widened = false;
+    for (int attempt = 0; !todo.empty(); attempt++) {
+      const RangeWidth width = millisecond_ranges_ || widened
+                                   ? RangeWidth::kMillis
+                                   : RangeWidth::kMicros;
+      v2::MutateRowsRequest req;
+      client_.Address(table, &req);
+      for (const BatchEntry& e : todo) {
+        const RowMutation& m = mutations[e.index];
+        v2::MutateRowsRequest::Entry* entry = req.add_entries();
+        entry->set_row_key(m.row());
+        AddMutations(m, e.ts, width, entry->mutable_mutations()).IgnoreError();
+      }
+      std::vector<std::optional<grpc::Status>> told(todo.size());
+      grpc::Status s = client_.Call(
+          false, client_.DataParams(table), [&](grpc::ClientContext* ctx) {
+            auto reader = client_.data()->MutateRows(ctx, req);
+            v2::MutateRowsResponse r;
+            while (reader->Read(&r)) {
+              for (const auto& e : r.entries()) {
+                if (e.index() < 0 ||
+                    static_cast<size_t>(e.index()) >= told.size()) {
+                  continue;
+                }
+                told[e.index()] = grpc::Status(
+                    static_cast<grpc::StatusCode>(e.status().code()),
+                    e.status().message());
+              }
+            }
+            return reader->Finish();
+          });
+      std::vector<BatchEntry> again;
+      bool widen = false;
+      for (size_t j = 0; j < todo.size(); j++) {
+        const BatchEntry& e = todo[j];
+        const grpc::Status st =
+            told[j].has_value()
+                ? *told[j]
+                : (s.ok() ? grpc::Status(grpc::StatusCode::INTERNAL,
+                                         "no status for this entry")
+                          : s);
+        const bool deletes_whole_ms =
+            DeletesAWholeMillisecond(mutations[e.index], e.ts);
+        if (st.ok()) {
+          (*out)[e.index] = e.ts;
+          if (widened && deletes_whole_ms) millisecond_ranges_ = true;
+        } else if (st.error_code() == grpc::StatusCode::UNAVAILABLE &&
+                   attempt < kMaxRetries) {
+          again.push_back(e);
+        } else if (width == RangeWidth::kMicros && deletes_whole_ms &&
+                   MayRefuseTheRange(st)) {
+          widen = true;
+          again.push_back(e);
+        } else {
+          (*out)[e.index] = WriteError(table, st, "MutateRows", table_exists);
+        }
+      }
+      if (widen) {
+        widened = true;
+      } else if (!again.empty()) {
+        Backoff(attempt);
+      }
+      todo = std::move(again);
+    }
+  }
+
+  // Append or Increment: one rule on one cell; the new version.
+  Result<Cell> ReadModifyWrite(std::string_view table, std::string_view row,
+                               std::string_view family,
+                               std::string_view qualifier,
+                               v2::ReadModifyWriteRule* rule) {
+    TABLETFS_RETURN_IF_ERROR(CheckWriteKey(row));
+    TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
+    if (!ValidateFamilyName(family).ok()) return NoSuchFamily(table, family);
+    TABLETFS_RETURN_IF_ERROR(CheckFamily(table, family));
+    v2::ReadModifyWriteRowRequest req;
+    client_.Address(table, &req);
+    req.set_row_key(std::string(row));
+    rule->set_family_name(std::string(family));
+    rule->set_column_qualifier(std::string(qualifier));
+    *req.add_rules() = *rule;
+    v2::ReadModifyWriteRowResponse resp;
+    // Not idempotent: a repeat would append or add twice.
+    grpc::Status s = client_.Call(
+        false, client_.DataParams(table), [&](grpc::ClientContext* ctx) {
+          return client_.data()->ReadModifyWriteRow(ctx, req, &resp);
+        });
+    if (!s.ok()) return FromGrpc(s, "ReadModifyWriteRow");
+    for (const v2::Family& f : resp.row().families()) {
+      if (f.name() != family) continue;
+      for (const v2::Column& c : f.columns()) {
+        if (c.qualifier() != qualifier || c.cells().empty()) continue;
+        return Cell{std::string(family), std::string(qualifier),
+                    c.cells(0).timestamp_micros(), c.cells(0).value()};
+      }
+    }
+    return Status::IOError(
+        "ReadModifyWriteRow: the response lacks the written cell",
+        std::string(family) + ":" + std::string(qualifier));
+  }
+
+  // The cells of one row that pass `filter` (no cells: none).
+  Result<Row> ReadOneRow(std::string_view table, std::string_view row,
+                         const std::optional<v2::RowFilter>& filter) {
+    v2::ReadRowsRequest req;
+    client_.Address(table, &req);
+    req.mutable_rows()->add_row_keys(std::string(row));
+    if (filter.has_value()) *req.mutable_filter() = *filter;
+    for (int attempt = 0;; attempt++) {
+      ReadRowsCall call(&client_, table, req);
+      RowAssembler assembler;
+      Row out;
+      out.key = std::string(row);
+      v2::ReadRowsResponse resp;
+      while (call.Next(&resp)) {
+        for (const auto& chunk : resp.chunks()) {
+          bool committed = false;
+          TABLETFS_RETURN_IF_ERROR(assembler.Add(chunk, &committed));
+          if (!committed) continue;
+          Row r = assembler.TakeRow();
+          if (r.key != row) {
+            return Status::IOError("ReadRows: asked for one row, got another",
+                                   r.key);
+          }
+          out.cells = std::move(r.cells);
+        }
+      }
+      const grpc::Status& s = call.status();
+      if (s.ok()) {
+        if (assembler.InRow()) {
+          return Status::IOError("ReadRows: the stream ended inside row", row);
+        }
+        return out;
+      }
+      if (!Retryable(s, attempt)) return FromGrpc(s, "ReadRows");
+      Backoff(attempt);
+    }
+  }
+
+  // What the client knows of a table's families (HasFamily).
+  struct Schema {
+    std::vector<std::string> families;
+    // The admin API refused to say: the checks are skipped.
+    bool unknowable = false;
+  };
+
+  Client client_;
+  // Set once a server refused a range finer than a millisecond.
+  std::atomic<bool> millisecond_ranges_{false};
+  Mutex mu_;
+  int64_t last_timestamp_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, Schema, std::less<>> schemas_ GUARDED_BY(mu_);
+};
+
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& endpoint,
+                                          const RemoteOptions& options) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  // A daemon that restarts is found again within a retry or two, not after
+  // gRPC's default second of backoff.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetUserAgentPrefix("tabletfs");
+  std::shared_ptr<grpc::ChannelCredentials> creds =
+      options.plaintext ? grpc::InsecureChannelCredentials()
+                        : grpc::GoogleDefaultCredentials();
+  if (creds == nullptr) return nullptr;
+  return grpc::CreateCustomChannel(endpoint, creds, args);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Bigtable>> ConnectBigtable(
+    const RemoteOptions& options) {
+  TABLETFS_RETURN_IF_ERROR(ValidateEndpoint(options.endpoint, "endpoint"));
+  if (!options.admin_endpoint.empty()) {
+    TABLETFS_RETURN_IF_ERROR(
+        ValidateEndpoint(options.admin_endpoint, "admin endpoint"));
+  }
+  for (const std::string* part : {&options.project, &options.instance}) {
+    if (part->empty() || part->find('/') != std::string::npos) {
+      return Status::InvalidArgument(
+          "bad project or instance '" + *part +
+          "': names are projects/PROJECT/instances/INSTANCE");
+    }
+  }
+  if (options.rpc_timeout.count() <= 0) {
+    return Status::InvalidArgument("rpc_timeout must be positive");
+  }
+  std::shared_ptr<grpc::Channel> data = NewChannel(options.endpoint, options);
+  std::shared_ptr<grpc::Channel> admin =
+      options.admin_endpoint.empty() ||
+              options.admin_endpoint == options.endpoint
+          ? data
+          : NewChannel(options.admin_endpoint, options);
+  if (data == nullptr || admin == nullptr) {
+    return Status::InvalidArgument(
+        "no Google default credentials for TLS: set "
+        "GOOGLE_APPLICATION_CREDENTIALS, run `gcloud auth application-default "
+        "login`, or run on Google Cloud");
+  }
+  return std::unique_ptr<Bigtable>(
+      std::make_unique<RemoteBigtable>(options, data, admin));
+}
+
+}  // namespace tabletfs::api

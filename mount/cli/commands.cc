@@ -221,11 +221,18 @@ const Command* FindCommand(std::string_view name) {
 
 void PrintUsage(std::ostream& out) {
   out << "usage: tabletctl [-d DATADIR] COMMAND [ARGS...]\n"
+         "       tabletctl -endpoint HOST:PORT [-project P] [-instance I] "
+         "COMMAND [ARGS...]\n"
          "\n"
-         "Works on a tabletfs data directory directly, with cbt's commands.\n"
-         "DATADIR comes from -d, or else from $TABLETFS_DATADIR. While a\n"
-         "tabletfs daemon has the directory mounted, tabletctl refuses and\n"
-         "names the mount point: use the mount, or unmount first.\n"
+         "Works on a tabletfs data directory with cbt's commands. DATADIR\n"
+         "comes from -d, or else from $TABLETFS_DATADIR. While a tabletfs\n"
+         "daemon has it mounted, tabletctl goes through the daemon's\n"
+         "Bigtable API (DATADIR/bigtable.sock); the engine's maintenance\n"
+         "(compact, stats, check) then needs the mount gone.\n"
+         "With -endpoint (or $BIGTABLE_EMULATOR_HOST and no DATADIR) it\n"
+         "works on any Bigtable v2 endpoint in plaintext: a tabletfs daemon's\n"
+         "bigtable_api address, or Google's emulator. -project and\n"
+         "-instance name the instance (default: tabletfs, local).\n"
          "\n"
          "Commands:\n";
   for (const Command& c : AllCommands()) {

@@ -223,14 +223,14 @@ std::vector<Result<int64_t>> DBImpl::ApplyBatch(
       while (!w->done && w.get() != writers_.front()) Await(&w->cv);
       if (!w->done) LeadGroup(w.get());
     }
-  }
-  for (size_t i = 0; i < mutations.size(); i++) {
-    if (!writers[i]) continue;
-    if (!writers[i]->status.ok()) {
-      out[i] = writers[i]->status;
-    } else {
-      out[i] = writers[i]->timestamp;
-      if (reclaim[i]) RequestReclaim(table, mutations[i].row());
+    for (size_t i = 0; i < mutations.size(); i++) {
+      if (!writers[i]) continue;
+      if (!writers[i]->status.ok()) {
+        out[i] = writers[i]->status;
+      } else {
+        out[i] = writers[i]->timestamp;
+        if (reclaim[i]) RequestReclaim(table, mutations[i].row());
+      }
     }
   }
   UnlockStripes(stripes);

@@ -181,5 +181,28 @@ TEST_F(ApiMountTest, KillDuringApiWritesLosesNothingAcknowledged) {
   EXPECT_EQ(ShOk("cat t/r000000/f/q"), "v0");
 }
 
+// tabletctl on a mounted data directory goes through the daemon's socket:
+// the same commands and output as offline; the engine's maintenance is
+// refused with the reason.
+TEST_F(ApiMountTest, TabletctlWorksOnALiveMount) {
+  CreateTable("t", {"f"});
+  const std::string ctl =
+      std::string(TABLETFS_BIN_DIR) + "/tabletctl -d '" + datadir() + "' ";
+  ShOk(ctl + "set t r1 f:a=1 f:b=2");
+  const std::string offline = ShOk(ctl + "read t");
+  Mount();
+  EXPECT_EQ(ShOk(ctl + "read t"), offline);
+  ShOk(ctl + "set t r2 f:c=3");
+  EXPECT_EQ(ShOk("cat t/r2/f/c"), "3");
+  EXPECT_EQ(ShOk(ctl + "count t"), "2\n");
+  ShOk(ctl + "createtable u families=g");
+  EXPECT_EQ(ShOk("ls"), "t\nu\n");
+  std::string err;
+  EXPECT_NE(Sh(ctl + "compact 2>&1", &err), 0);
+  EXPECT_NE(err.find("is mounted at"), std::string::npos) << err;
+  EXPECT_NE(err.find("compact works on the engine itself"), std::string::npos)
+      << err;
+}
+
 }  // namespace
 }  // namespace tabletfs::testing

@@ -171,6 +171,14 @@ ChangeListener::ChangeListener(Filesystem* fs, Bigtable* store,
   // their events are not even built.
   so.exclude_origin = own_origin;
   auto sub = store->Subscribe(so);
+  if (!sub.ok() && sub.status().IsNotSupported()) {
+    // A store that sends no events (a remote one): nothing to listen to.
+    Log(LogLevel::kInfo,
+        "the store sends no change events (" + sub.status().ToString() +
+            "): writes from elsewhere reach the mount when the kernel's "
+            "caches time out (entry_timeout, attr_timeout)");
+    return;
+  }
   if (!sub.ok()) {
     Log(LogLevel::kError,
         "cannot subscribe to the store's change events (" +

@@ -51,7 +51,9 @@ class ChangeListener {
   // Subscribes to every table of `store`, without the events of the
   // mount's own writes (`own_origin`), and starts the thread. On
   // failure logs why and listens to nothing (the mount then is coherent
-  // only with its own writes, as before).
+  // only with its own writes, as before): at info level when the store
+  // sends no events at all (Subscribe is NotSupported, as a remote
+  // store's), since that is how such a store works, not a fault.
   ChangeListener(Filesystem* fs, Bigtable* store, uint64_t own_origin);
   ~ChangeListener();
   ChangeListener(const ChangeListener&) = delete;

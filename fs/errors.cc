@@ -27,7 +27,7 @@ int ErrnoFromStatus(const Status& s) {
     case Status::Code::kNotSupported:
       return EOPNOTSUPP;
     case Status::Code::kBusy:
-      return EBUSY;
+      return EIO;  // errors.h says why not EBUSY
   }
   // A code added to Status without updating this map: fail loudly but
   // safely for the caller.

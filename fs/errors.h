@@ -43,7 +43,10 @@ struct [[nodiscard]] FsError {
 // The errno a store Status becomes at the fs boundary:
 // OK→0, NotFound→ENOENT, AlreadyExists→EEXIST, InvalidArgument→EINVAL,
 // Corruption→EIO, IOError→EIO, NoSpace→ENOSPC, NotSupported→EOPNOTSUPP,
-// Busy→EBUSY.
+// Busy→EIO. Busy is a store that cannot serve now (a remote server that is
+// unreachable or timed out, a store another process holds): to the shell
+// that is an I/O error, as an NFS soft mount reports an unreachable
+// server, not the EBUSY of a mount point in use; the log line says which.
 int ErrnoFromStatus(const Status& s);
 
 // ErrnoFromStatus(s) with s.ToString() as the reason; Ok() for an OK status.

@@ -391,7 +391,9 @@ FsError Filesystem::CheckSpace(uint64_t bytes) {
     return FsError::Of(EIO, "the store failed earlier: " + bg.ToString());
   }
   struct statvfs sv;
-  if (statvfs(options_.datadir.c_str(), &sv) == 0) {
+  // No data directory (a remote store): the server minds its space.
+  if (!options_.datadir.empty() &&
+      statvfs(options_.datadir.c_str(), &sv) == 0) {
     uint64_t free_bytes = static_cast<uint64_t>(sv.f_bavail) * sv.f_frsize;
     // The commit at close appends the whole value to the log: refuse here,
     // where the shell sees it, what the store would refuse at close after

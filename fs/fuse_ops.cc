@@ -460,7 +460,15 @@ void StatFs(fuse_req_t req, fuse_ino_t ino) {
   (void)ino;
   const std::string& datadir = Fs(req).options().datadir;
   struct statvfs sv;
-  if (statvfs(datadir.c_str(), &sv) != 0) {
+  if (datadir.empty()) {
+    // No local data directory (a remote store): a fixed, large free space
+    // (1 PiB in 4 KiB blocks), so that df works and tools that check
+    // before copying go ahead; the server refuses what it cannot hold.
+    std::memset(&sv, 0, sizeof(sv));
+    sv.f_bsize = sv.f_frsize = 4096;
+    sv.f_blocks = sv.f_bfree = sv.f_bavail = (uint64_t{1} << 50) / 4096;
+    sv.f_files = sv.f_ffree = sv.f_favail = uint64_t{1} << 32;
+  } else if (statvfs(datadir.c_str(), &sv) != 0) {
     int err = errno;
     return Refuse(req, "statfs", datadir,
                   FsError::Of(err, std::string("statvfs: ") + strerror(err)));

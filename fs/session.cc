@@ -34,7 +34,8 @@ class Session::Impl {
     std::vector<std::string> argv_storage = {"tabletfs"};
     if (options_.debug) argv_storage.push_back("-d");
     std::string opts = "default_permissions,subtype=tabletfs,fsname=" +
-                       EscapeOption(options_.datadir);
+                       EscapeOption(options_.fsname.empty() ? options_.datadir
+                                                            : options_.fsname);
     for (const std::string& o : options_.fuse_options) opts += "," + o;
     argv_storage.push_back("-o");
     argv_storage.push_back(opts);

@@ -24,8 +24,13 @@
 namespace tabletfs::fs {
 
 struct SessionOptions {
-  // Absolute path of the data directory (statfs, fsname).
+  // Absolute path of the data directory (statfs, the space reserve).
+  // Empty: the store keeps no data on this machine (a remote store):
+  // statfs reports a large fixed free space and writes are never refused
+  // for local space.
   std::string datadir;
+  // The source /proc/mounts shows (fsname); empty: `datadir`.
+  std::string fsname;
   // Absolute path of the mount point.
   std::string mountpoint;
   // FUSE mount and session options ("allow_other", "max_read=N", ...),

@@ -83,6 +83,7 @@ bool ParseOption(const std::string& opt, DaemonArgs* out, std::string* error) {
     return true;
   }
   if (key == "store") {
+    out->store_given = true;
     if (value == "engine") {
       out->store = StoreKind::kEngine;
     } else if (value == "memory") {
@@ -93,8 +94,22 @@ bool ParseOption(const std::string& opt, DaemonArgs* out, std::string* error) {
     }
     return true;
   }
+  if (key == "rpc_timeout") {
+    if (!ParseSeconds(value, &out->rpc_timeout) || out->rpc_timeout <= 0 ||
+        out->rpc_timeout > 86400) {
+      *error =
+          "option rpc_timeout wants seconds above 0 (at most 86400), "
+          "not '" +
+          value + "'";
+      return false;
+    }
+    out->remote_options.push_back(key);
+    return true;
+  }
   for (auto [name, field] :
-       {std::pair{"bigtable_api", &out->bigtable_api},
+       {std::pair{"endpoint", &out->endpoint},
+        std::pair{"app_profile", &out->app_profile},
+        std::pair{"bigtable_api", &out->bigtable_api},
         std::pair{"bigtable_api_tls_cert", &out->bigtable_api_tls_cert},
         std::pair{"bigtable_api_tls_key", &out->bigtable_api_tls_key},
         std::pair{"bigtable_api_token_file", &out->bigtable_api_token_file}}) {
@@ -104,6 +119,9 @@ bool ParseOption(const std::string& opt, DaemonArgs* out, std::string* error) {
       return false;
     }
     *field = value;
+    if (key == "endpoint" || key == "app_profile") {
+      out->remote_options.push_back(key);
+    }
     return true;
   }
   if (key == "debug") {
@@ -131,6 +149,58 @@ bool ParseOptionList(const std::string& list, DaemonArgs* out,
     }
   }
   return ParseOption(cur, out, error);
+}
+
+constexpr std::string_view kRemoteScheme = "bigtable://";
+
+// bigtable://PROJECT/INSTANCE (a trailing '/' allowed).
+bool ParseRemoteSource(std::string_view source, DaemonArgs* out,
+                       std::string* error) {
+  std::string_view rest = source.substr(kRemoteScheme.size());
+  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  const size_t slash = rest.find('/');
+  if (slash == std::string_view::npos || slash == 0 ||
+      slash + 1 == rest.size() ||
+      rest.find('/', slash + 1) != std::string_view::npos) {
+    *error = "a remote source is bigtable://PROJECT/INSTANCE, not '" +
+             std::string(source) + "'";
+    return false;
+  }
+  out->remote = true;
+  out->project = std::string(rest.substr(0, slash));
+  out->instance = std::string(rest.substr(slash + 1));
+  return true;
+}
+
+// What a remote source refuses, and what only it takes.
+bool CheckRemoteOptions(const DaemonArgs& a, std::string* error) {
+  if (!a.remote) {
+    if (!a.remote_options.empty()) {
+      *error = "option " + a.remote_options.front() +
+               " is for a bigtable://PROJECT/INSTANCE source, not a DATADIR";
+      return false;
+    }
+    return true;
+  }
+  const std::pair<const char*, bool> refused[] = {
+      {"memtable_bytes", a.memtable_bytes.has_value()},
+      {"tablet_split_bytes", a.tablet_split_bytes.has_value()},
+      {"space_reserve_bytes", a.space_reserve_bytes.has_value()},
+      {"commit", a.commit_seconds.has_value()},
+      {"store", a.store_given},
+      {"bigtable_api", !a.bigtable_api.empty()},
+      {"bigtable_api_tls_cert", !a.bigtable_api_tls_cert.empty()},
+      {"bigtable_api_tls_key", !a.bigtable_api_tls_key.empty()},
+      {"bigtable_api_token_file", !a.bigtable_api_token_file.empty()}};
+  for (const auto& [name, given] : refused) {
+    if (given) {
+      *error = std::string("option ") + name +
+               " is for a local store; a bigtable:// source keeps its data "
+               "(and serves its API) on the server";
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -184,6 +254,14 @@ bool ParseArgs(int argc, const char* const* argv, DaemonArgs* out,
       }
     }
   }
+  const bool remote =
+      !positional.empty() && positional[0].rfind(kRemoteScheme, 0) == 0;
+  if (remote && out->serve_only) {
+    *error = "--serve serves a DATADIR, not a bigtable:// source";
+    return false;
+  }
+  if (remote && !ParseRemoteSource(positional[0], out, error)) return false;
+  if (!CheckRemoteOptions(*out, error)) return false;
   if (out->serve_only) {
     if (positional.size() != 1) {
       *error = "--serve takes DATADIR alone, got " +
@@ -194,11 +272,13 @@ bool ParseArgs(int argc, const char* const* argv, DaemonArgs* out,
     return true;
   }
   if (positional.size() != 2) {
-    *error = "expected DATADIR and MOUNTPOINT, got " +
-             std::to_string(positional.size()) + " arguments";
+    *error =
+        "expected DATADIR (or bigtable://PROJECT/INSTANCE) and "
+        "MOUNTPOINT, got " +
+        std::to_string(positional.size()) + " arguments";
     return false;
   }
-  out->datadir = positional[0];
+  if (!remote) out->datadir = positional[0];
   out->mountpoint = positional[1];
   return true;
 }
@@ -206,6 +286,8 @@ bool ParseArgs(int argc, const char* const* argv, DaemonArgs* out,
 std::string Usage(const std::string& program) {
   return "usage: " + program +
          " [options] DATADIR MOUNTPOINT\n"
+         "       " + program +
+         " [options] bigtable://PROJECT/INSTANCE MOUNTPOINT\n"
          "       " + program + " [options] --serve DATADIR\n"
          "\n"
          "Mounts the tabletfs store in DATADIR (created when missing) at\n"
@@ -213,6 +295,10 @@ std::string Usage(const std::string& program) {
          "It serves the Cloud Bigtable v2 API on DATADIR/bigtable.sock (mode\n"
          "0600) as well; --serve serves only that, in the foreground, with no\n"
          "mount (stop it with SIGTERM or SIGINT).\n"
+         "A bigtable:// source mounts a remote Bigtable instead: Cloud\n"
+         "Bigtable over TLS with Google's default credentials, or the\n"
+         "emulator or a tabletfs API at -o endpoint= or\n"
+         "$BIGTABLE_EMULATOR_HOST (plaintext); no DATADIR, no API served.\n"
          "\n"
          "options:\n"
          "    -h, --help             print this help\n"
@@ -248,6 +334,13 @@ std::string Usage(const std::string& program) {
          "        bigtable_api_tls_cert=FILE, bigtable_api_tls_key=FILE  PEM\n"
          "        bigtable_api_token_file=FILE  calls must carry\n"
          "                               authorization: Bearer <its content>\n"
+         "      for a bigtable://PROJECT/INSTANCE source only:\n"
+         "        endpoint=HOST:PORT     plaintext endpoint (the emulator, a\n"
+         "                               tabletfs API); default\n"
+         "                               $BIGTABLE_EMULATOR_HOST, else Cloud\n"
+         "                               Bigtable (TLS)\n"
+         "        app_profile=ID         the app profile of data requests\n"
+         "        rpc_timeout=SECONDS    deadline of each RPC (default 10)\n"
          "        and the FUSE options below\n";
 }
 

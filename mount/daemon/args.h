@@ -1,6 +1,9 @@
 // Command-line arguments of the daemon, in the shape of sshfs:
 //
 //   tabletfs [options] DATADIR MOUNTPOINT
+//   tabletfs [options] bigtable://PROJECT/INSTANCE MOUNTPOINT
+//                                        a remote Bigtable
+//                                        (api/remote_bigtable.h)
 //   tabletfs [options] --serve DATADIR   the Bigtable API only, no mount
 //     -f             stay in the foreground (logs to stderr)
 //     -d             debug: log every request (implies -f)
@@ -12,7 +15,9 @@
 //                    commit=SECONDS, auto_families,
 //                    store=engine|memory, bigtable_api=HOST:PORT,
 //                    bigtable_api_tls_cert=, bigtable_api_tls_key=,
-//                    bigtable_api_token_file=
+//                    bigtable_api_token_file=;
+//                    for a bigtable:// source only: endpoint=HOST:PORT,
+//                    app_profile=ID, rpc_timeout=SECONDS
 //     -h, --help     -V, --version
 //
 // Options that mount(8) and mount.fuse3 pass for every mount and that mean
@@ -43,7 +48,22 @@ enum class StoreKind {
 };
 
 struct DaemonArgs {
+  // The data directory; empty for a remote source.
   std::string datadir;
+  // bigtable://PROJECT/INSTANCE: the mount serves that Bigtable through the
+  // remote client instead of a store in DATADIR (which there is none of).
+  bool remote = false;
+  std::string project;   // remote: PROJECT
+  std::string instance;  // remote: INSTANCE
+  // remote: -o endpoint=HOST:PORT, plaintext; empty: $BIGTABLE_EMULATOR_HOST
+  // when set (plaintext), else Cloud Bigtable over TLS (the daemon decides:
+  // parsing reads no environment).
+  std::string endpoint;
+  std::string app_profile;  // remote: -o app_profile=
+  double rpc_timeout = 10;  // remote: -o rpc_timeout=SECONDS, > 0
+  // The remote-only options given (endpoint, app_profile, rpc_timeout), to
+  // refuse them for a DATADIR.
+  std::vector<std::string> remote_options;
   std::string mountpoint;
   bool foreground = false;
   bool debug = false;
@@ -62,6 +82,7 @@ struct DaemonArgs {
   std::optional<uint64_t> commit_seconds;
   bool auto_families = false;  // -o auto_families
   StoreKind store = StoreKind::kEngine;
+  bool store_given = false;  // -o store= was given
   // --serve: no mount; the Bigtable API alone, in the foreground.
   bool serve_only = false;
   // The Bigtable API on TCP (it is always on DATADIR/bigtable.sock).
@@ -74,7 +95,10 @@ struct DaemonArgs {
 // Parses argv (argv[0] is the program). Returns false with *error set to a
 // message for the user when the arguments are wrong; the engine's options
 // (memtable_bytes, tablet_split_bytes, space_reserve_bytes, commit) are
-// wrong with store=memory, which has no memtable, tablets, disk or log.
+// wrong with store=memory, which has no memtable, tablets, disk or log, and
+// with a bigtable:// source, which takes no store= and serves no API
+// either (bigtable_api*, --serve); endpoint, app_profile and rpc_timeout
+// are wrong without one.
 bool ParseArgs(int argc, const char* const* argv, DaemonArgs* out,
                std::string* error);
 

@@ -6,8 +6,10 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +17,7 @@
 #include <string>
 #include <system_error>
 
+#include "api/remote_bigtable.h"
 #include "api/server.h"
 #include "fs/log.h"
 #include "fs/session.h"
@@ -110,9 +113,10 @@ Status OpenEngine(const DaemonArgs& args, const std::string& datadir,
   return Status::OK();
 }
 
-// The text of `.tabletfs/stats` for store=memory: "key value" lines as
-// the engine's, of what the data-model interface can tell.
-std::string MemoryStatsText(Bigtable& db) {
+// The text of `.tabletfs/stats` for store=memory and a remote store:
+// "key value" lines as the engine's, of what the data-model interface can
+// tell.
+std::string InterfaceStatsText(Bigtable& db, const std::string& kind) {
   uint64_t tables = 0, tablets = 0, bytes = 0;
   Result<std::vector<std::string>> names = db.ListTables();
   if (names.ok()) {
@@ -126,7 +130,7 @@ std::string MemoryStatsText(Bigtable& db) {
       }
     }
   }
-  return "store memory\ntables " + std::to_string(tables) + "\ntablets " +
+  return "store " + kind + "\ntables " + std::to_string(tables) + "\ntablets " +
          std::to_string(tablets) + "\nbytes " + std::to_string(bytes) + "\n";
 }
 
@@ -143,7 +147,60 @@ Status OpenMemory(const DaemonArgs& args, const std::string& datadir,
   out->max_value_bytes = options.max_value_bytes;
   // Nothing is written to the disk, so no free space is kept for it.
   out->space_reserve_bytes = 0;
-  out->stats_text = [db = out->store.get()] { return MemoryStatsText(*db); };
+  out->stats_text = [db = out->store.get()] {
+    return InterfaceStatsText(*db, "memory");
+  };
+  return Status::OK();
+}
+
+// The source's name: bigtable://PROJECT/INSTANCE.
+std::string RemoteSource(const DaemonArgs& args) {
+  return "bigtable://" + args.project + "/" + args.instance;
+}
+
+// A remote Bigtable (api/remote_bigtable.h): -o endpoint= or
+// $BIGTABLE_EMULATOR_HOST in plaintext (every Bigtable client's
+// convention), else Cloud Bigtable over TLS with Google's default
+// credentials. Connects lazily: an unreachable server shows up at the
+// first request, as EIO or EBUSY, not here.
+Status OpenRemote(const DaemonArgs& args, OpenedStore* out) {
+  api::RemoteOptions options;
+  options.project = args.project;
+  options.instance = args.instance;
+  options.app_profile = args.app_profile;
+  // At least 1 ms: ParseArgs accepts any positive number of seconds.
+  options.rpc_timeout = std::chrono::milliseconds(
+      std::max<int64_t>(1, static_cast<int64_t>(args.rpc_timeout * 1000)));
+  const char* emulator = std::getenv("BIGTABLE_EMULATOR_HOST");
+  std::string how;
+  if (!args.endpoint.empty()) {
+    options.endpoint = args.endpoint;
+    how = args.endpoint + " (-o endpoint, plaintext)";
+  } else if (emulator != nullptr && *emulator != '\0') {
+    options.endpoint = emulator;
+    how = options.endpoint + " (BIGTABLE_EMULATOR_HOST, plaintext)";
+  } else {
+    options.endpoint = "bigtable.googleapis.com:443";
+    options.admin_endpoint = "bigtableadmin.googleapis.com:443";
+    options.plaintext = false;
+    how = "Cloud Bigtable (TLS, Google default credentials)";
+  }
+  auto store = api::ConnectBigtable(options);
+  if (!store.ok()) return store.status();
+  out->store = std::move(store).value();
+  // The server enforces its own limit; this one only makes write() refuse
+  // early (EFBIG) what the server would refuse at close.
+  out->max_value_bytes =
+      args.max_value_bytes ? *args.max_value_bytes : Options().max_value_bytes;
+  out->space_reserve_bytes = 0;  // no local disk to keep free
+  out->stats_text = [db = out->store.get()] {
+    return InterfaceStatsText(*db, "remote");
+  };
+  fs::Log(LogLevel::kInfo,
+          RemoteSource(args) + " at " + how + ", rpc_timeout " +
+              std::to_string(options.rpc_timeout.count()) + " ms" +
+              (args.app_profile.empty() ? std::string()
+                                        : ", app profile " + args.app_profile));
   return Status::OK();
 }
 
@@ -207,21 +264,25 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
   // nullptr and the store gets the default Env. Created before anything
   // starts a thread, destroyed after the store.
   std::unique_ptr<TestFaults> test_faults = TestFaults::FromEnvironment();
+  // What the logs and /proc/mounts call the source.
+  const std::string source = args.remote ? RemoteSource(args) : datadir;
   OpenedStore opened;
-  Status s = args.store == StoreKind::kMemory
-                 ? OpenMemory(args, datadir, &opened)
-                 : OpenEngine(args, datadir,
-                              test_faults ? test_faults->env() : nullptr,
-                              &opened);
+  Status s =
+      args.remote ? OpenRemote(args, &opened)
+      : args.store == StoreKind::kMemory
+          ? OpenMemory(args, datadir, &opened)
+          : OpenEngine(args, datadir,
+                       test_faults ? test_faults->env() : nullptr, &opened);
   if (!s.ok()) {
-    fs::Log(LogLevel::kError, "cannot open " + datadir + ": " + s.ToString());
+    fs::Log(LogLevel::kError, "cannot open " + source + ": " + s.ToString());
     Report(ready_fd, 1);
     return 1;
   }
   std::unique_ptr<Bigtable>& db = opened.store;
 
   fs::SessionOptions so;
-  so.datadir = datadir;
+  so.datadir = datadir;  // empty for a remote source
+  so.fsname = source;
   so.mountpoint = mountpoint;
   so.fuse_options = args.fuse_options;
   so.debug = args.debug;
@@ -238,7 +299,12 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
   // instead of leaving one without it. It writes to the store directly:
   // the mount learns of its writes from the store's change events.
   std::unique_ptr<api::ApiServer> api_server;
-  if (e.ok()) {
+  if (e.ok() && args.remote) {
+    // The server has its own API; serving the remote client again would
+    // add a hop and a second place to secure.
+    fs::Log(LogLevel::kInfo,
+            "no Bigtable API served for a remote mount: use the server's");
+  } else if (e.ok()) {
     auto started = StartApi(args, datadir, db.get());
     if (!started.ok()) {
       e = fs::FsError::Of(EINVAL, "the Bigtable API: " +
@@ -250,19 +316,21 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
   if (e.ok()) e = session->Mount();
   if (!e.ok()) {
     api_server.reset();
-    fs::Log(LogLevel::kError, "cannot mount " + datadir + " at " + mountpoint +
+    fs::Log(LogLevel::kError, "cannot mount " + source + " at " + mountpoint +
                                   ": " + e.ToString());
     session.reset();
     db.reset();
     Report(ready_fd, 1);
     return 1;
   }
-  if (!WriteFile(datadir + "/mount.pid", std::to_string(getpid()) + "\n") ||
-      !WriteFile(datadir + "/mountpoint", mountpoint + "\n")) {
+  // A remote source has no DATADIR to record them in.
+  if (!args.remote &&
+      (!WriteFile(datadir + "/mount.pid", std::to_string(getpid()) + "\n") ||
+       !WriteFile(datadir + "/mountpoint", mountpoint + "\n"))) {
     fs::Log(LogLevel::kWarning,
             "cannot record the pid and mount point in " + datadir);
   }
-  fs::Log(LogLevel::kInfo, "mounted " + datadir + " at " + mountpoint);
+  fs::Log(LogLevel::kInfo, "mounted " + source + " at " + mountpoint);
   if (ready_fd >= 0) {
     // Detached from here on: the parent exits, logs go to syslog.
     fs::SetLogSink(LogToSyslog, LogLevel::kInfo);
@@ -279,7 +347,7 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
   api_server.reset();  // calls in flight finish or are cancelled
   session.reset();  // unmounts and commits what open files held
   db.reset();       // the store closes: the log is synced
-  RemovePidFiles(datadir);
+  if (!args.remote) RemovePidFiles(datadir);
   fs::Log(LogLevel::kInfo, "unmounted " + mountpoint);
   return rc == 0 ? 0 : 1;
 }
@@ -287,7 +355,7 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
 }  // namespace
 
 int RunDaemon(const DaemonArgs& args) {
-  const std::string datadir = Absolute(args.datadir);
+  const std::string datadir = args.remote ? "" : Absolute(args.datadir);
   const std::string mountpoint = Absolute(args.mountpoint);
   fs::SetLogSink(LogToStderr, args.debug ? LogLevel::kDebug : LogLevel::kInfo);
   if (args.serve_only) return ServeApiOnly(args, datadir);

@@ -109,6 +109,59 @@ TEST(DaemonArgsTest, StoreOption) {
   }
 }
 
+TEST(DaemonArgsTest, RemoteSource) {
+  DaemonArgs a;
+  std::string error;
+  ASSERT_TRUE(Parse({"-o", "endpoint=127.0.0.1:8086,app_profile=batch",
+                     "-o", "rpc_timeout=2.5,max_value_bytes=10",
+                     "bigtable://proj/inst", "mnt"},
+                    &a, &error))
+      << error;
+  EXPECT_TRUE(a.remote);
+  EXPECT_EQ(a.project, "proj");
+  EXPECT_EQ(a.instance, "inst");
+  EXPECT_EQ(a.datadir, "");
+  EXPECT_EQ(a.mountpoint, "mnt");
+  EXPECT_EQ(a.endpoint, "127.0.0.1:8086");
+  EXPECT_EQ(a.app_profile, "batch");
+  EXPECT_EQ(a.rpc_timeout, 2.5);
+  DaemonArgs cloud;  // no endpoint: the daemon picks the environment's
+  ASSERT_TRUE(Parse({"bigtable://p/i/", "mnt"}, &cloud, &error)) << error;
+  EXPECT_EQ(cloud.endpoint, "");
+  EXPECT_EQ(cloud.rpc_timeout, 10.0);
+  for (const char* source : {"bigtable://p", "bigtable://p/", "bigtable:///i",
+                             "bigtable://p/i/x", "bigtable://"}) {
+    DaemonArgs b;
+    EXPECT_FALSE(Parse({source, "mnt"}, &b, &error)) << source;
+    EXPECT_NE(error.find("bigtable://PROJECT/INSTANCE"), std::string::npos)
+        << error;
+  }
+  for (const char* local_only :
+       {"memtable_bytes=1", "tablet_split_bytes=1", "space_reserve_bytes=1",
+        "commit=1", "store=memory", "store=engine", "bigtable_api=127.0.0.1:1"}) {
+    DaemonArgs b;
+    EXPECT_FALSE(Parse({"-o", local_only, "bigtable://p/i", "mnt"}, &b, &error))
+        << local_only;
+    EXPECT_NE(error.find("is for a local store"), std::string::npos) << error;
+  }
+  for (const char* remote_only :
+       {"endpoint=127.0.0.1:1", "app_profile=x", "rpc_timeout=1"}) {
+    DaemonArgs b;
+    EXPECT_FALSE(Parse({"-o", remote_only, "data", "mnt"}, &b, &error))
+        << remote_only;
+    EXPECT_NE(error.find("bigtable://PROJECT/INSTANCE source"),
+              std::string::npos)
+        << error;
+  }
+  for (const char* bad : {"rpc_timeout=0", "rpc_timeout=x", "rpc_timeout="}) {
+    DaemonArgs b;
+    EXPECT_FALSE(Parse({"-o", bad, "bigtable://p/i", "mnt"}, &b, &error))
+        << bad;
+  }
+  DaemonArgs serve;
+  EXPECT_FALSE(Parse({"--serve", "bigtable://p/i"}, &serve, &error));
+}
+
 class DaemonTest : public MountFixture {};
 
 TEST_F(DaemonTest, ExitCodeSaysWhetherTheMountWorked) {

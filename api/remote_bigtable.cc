@@ -1378,6 +1378,10 @@ class RemoteBigtable final : public Bigtable {
         "Subscribe: a remote store sends no change events");
   }
 
+  // Cloud Bigtable and the emulator keep milliseconds; so does every
+  // timestamp this client assigns (NextTimestamp), whatever the server.
+  int64_t TimestampGranularityMicros() const override { return 1000; }
+
   // The server's durability applies to every acknowledged write.
   Status Sync() override { return Status::OK(); }
   Status StickyError() override { return Status::OK(); }

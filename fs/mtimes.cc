@@ -1,6 +1,7 @@
 #include "fs/mtimes.h"
 
 #include "fs/log.h"
+#include "fs/timestamp.h"
 
 namespace tabletfs::fs {
 namespace {
@@ -48,6 +49,10 @@ std::string Mtimes::Key(const Node& node) {
   return key;
 }
 
+int64_t Mtimes::Stored(int64_t version) const {
+  return FloorToGranularity(version, db_->TimestampGranularityMicros());
+}
+
 bool Mtimes::MayHave(const std::string& table) {
   {
     MutexLock lock(&mu_);
@@ -76,6 +81,7 @@ int64_t Mtimes::Get(const Node& cell, int64_t version) {
 
 std::optional<int64_t> Mtimes::Find(const Node& node, int64_t version) {
   if (!MayHave(node.table)) return std::nullopt;
+  version = Stored(version);
   ReadOptions ro;
   ro.max_versions = 1;
   ro.at = version;
@@ -87,6 +93,7 @@ std::optional<int64_t> Mtimes::Find(const Node& node, int64_t version) {
 }
 
 FsError Mtimes::Set(const Node& cell, int64_t version, int64_t mtime) {
+  version = Stored(version);
   bool created;
   {
     MutexLock lock(&mu_);

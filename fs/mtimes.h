@@ -67,6 +67,10 @@ class Mtimes {
   // Whether any cell of `table` may have a record (false: none has).
   bool MayHave(const std::string& table);
   static std::string Key(const Node& node);
+  // The record's timestamp for `version`: rounded down to the store's
+  // granularity (a cell's versions already are; a directory's fingerprint
+  // is any number >= 0, and loses its low digits on a remote store).
+  int64_t Stored(int64_t version) const;
 
   Bigtable* const db_;
   Mutex mu_;

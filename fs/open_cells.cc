@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "fs/timestamp.h"
 #include "store/util/hash.h"
 
 namespace tabletfs::fs {
@@ -432,7 +433,7 @@ FsError OpenCell::CommitValue(int64_t* committed_at) {
   const Node& n = node_;
   int64_t ts = kServerTimestamp;
   if (n.at.has_value()) {
-    ts = *n.at;
+    ts = FloorToGranularity(*n.at, db_->TimestampGranularityMicros());
   } else {
     if (newest_generation_ != generation_.load()) {
       CommittedVersion v;
@@ -492,7 +493,7 @@ FsError OpenCell::CommitValue(int64_t* committed_at) {
     // even when that one is in the future (clock skew, `touch -d`).
     if (ts == kServerTimestamp && newest_timestamp_.has_value() &&
         *newest_timestamp_ >= NowMicros()) {
-      ts = *newest_timestamp_ + 1;
+      ts = NextAbove(*newest_timestamp_, db_->TimestampGranularityMicros());
     }
   }
   RowMutation m(n.row);

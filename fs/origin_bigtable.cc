@@ -108,6 +108,9 @@ class OriginBigtable final : public Bigtable {
       const SubscribeOptions& options) override {
     return store_->Subscribe(options);
   }
+  int64_t TimestampGranularityMicros() const override {
+    return store_->TimestampGranularityMicros();
+  }
   Status Sync() override { return store_->Sync(); }
   Status StickyError() override { return store_->StickyError(); }
 

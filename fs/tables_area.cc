@@ -16,6 +16,7 @@
 #include "fs/area.h"
 #include "fs/data_tree.h"
 #include "fs/log.h"
+#include "fs/timestamp.h"
 #include "fs/write_path.h"
 
 namespace tabletfs::fs {
@@ -337,7 +338,7 @@ FsError TablesArea::Rename(const Node& from, const Node& to, bool noreplace) {
       stamp = dst.timestamp;
     } else if (dst.exists && dst.timestamp >= NowMicros()) {
       // Above a version in the future, so that the rename shows.
-      stamp = dst.timestamp + 1;
+      stamp = NextAbove(dst.timestamp, db_->TimestampGranularityMicros());
       m.SetCell(to.family, to.qualifier, stamp, src.value);
     } else {
       m.SetCell(to.family, to.qualifier, src.value);
@@ -405,7 +406,9 @@ FsError TablesArea::TruncateCell(const Node& cell, uint64_t size,
   v.value.resize(size);
   RowMutation m(cell.row);
   if (cell.at.has_value()) {
-    m.SetCell(cell.family, cell.qualifier, *cell.at, v.value);
+    m.SetCell(cell.family, cell.qualifier,
+              FloorToGranularity(*cell.at, db_->TimestampGranularityMicros()),
+              v.value);
   } else {
     m.SetCell(cell.family, cell.qualifier, v.value);
   }

@@ -182,4 +182,12 @@ std::string FormatIso8601(int64_t micros) {
   return out;
 }
 
+int64_t FloorToGranularity(int64_t micros, int64_t granularity) {
+  return micros - micros % granularity;
+}
+
+int64_t NextAbove(int64_t micros, int64_t granularity) {
+  return FloorToGranularity(micros, granularity) + granularity;
+}
+
 }  // namespace tabletfs::fs

@@ -33,6 +33,18 @@ FsError ParseTimestamp(std::string_view text, int64_t* micros);
 // year 9999, ParseTimestamp(FormatIso8601(micros)) == micros.
 std::string FormatIso8601(int64_t micros);
 
+// Timestamps on a store whose versions come in units of `granularity` µs
+// (Bigtable::TimestampGranularityMicros(): 1 locally, 1000 on a remote
+// Bigtable). REQUIRES: granularity >= 1, micros >= 0.
+//
+// The version a write at T creates (`Q@T`): T rounded down, so that the
+// same T always names the same version and reading `Q@T` (the newest
+// version <= T) finds what was written there.
+int64_t FloorToGranularity(int64_t micros, int64_t granularity);
+// The smallest timestamp above `micros` the store keeps: where a write goes
+// to sort just above the newest version.
+int64_t NextAbove(int64_t micros, int64_t granularity);
+
 }  // namespace tabletfs::fs
 
 #endif  // TABLETFS_FS_TIMESTAMP_H_

@@ -26,7 +26,8 @@
 //
 // Timestamps. int64 microseconds since the epoch. A cell version's
 // timestamp is chosen by the client (RowMutation::SetCell with a timestamp,
-// any int64 value) or, for kServerTimestamp, by the store when the write
+// any int64 value that is a multiple of TimestampGranularityMicros()) or,
+// for kServerTimestamp, by the store when the write
 // commits: max(wall clock, previous server timestamp + 1) over the whole
 // store, so server timestamps strictly increase in commit order, never
 // repeat (also across reopening the store), and all server-timestamped
@@ -291,6 +292,20 @@ class Bigtable {
   // InvalidArgument when options.max_queued_events is 0.
   virtual Result<std::unique_ptr<ChangeSubscription>> Subscribe(
       const SubscribeOptions &options) = 0;
+
+  // ---- Timestamp granularity. ----
+
+  // The unit, in microseconds, of the cell timestamps this store keeps:
+  // explicit timestamps of writes must be multiples of it (others are
+  // refused as the implementation says, nothing written), and the
+  // timestamps it assigns are multiples of it. 1 (the default, the local
+  // engine and the reference implementation): any microsecond. 1000: whole
+  // milliseconds (Cloud Bigtable's MILLIS table granularity, the emulator,
+  // and so api/remote_bigtable.h). Constant for the store's lifetime.
+  // Callers that choose timestamps (the filesystem's `Q@T` writes and its
+  // "just above the newest version") round to it, always down for a given
+  // T and up for "above", so the same T always names the same version.
+  virtual int64_t TimestampGranularityMicros() const { return 1; }
 
   // ---- Durability and health. ----
 

@@ -157,5 +157,20 @@ TEST(TimestampTest, RandomRoundTripsAgainstGmtime) {
   }
 }
 
+TEST(TimestampTest, Granularity) {
+  // Microsecond stores: every T is a version of its own.
+  EXPECT_EQ(FloorToGranularity(1700000000123456, 1), 1700000000123456);
+  EXPECT_EQ(NextAbove(1700000000123456, 1), 1700000000123457);
+  // Millisecond stores (a remote Bigtable): T rounds down, always the same.
+  EXPECT_EQ(FloorToGranularity(1700000000123456, 1000), 1700000000123000);
+  EXPECT_EQ(FloorToGranularity(1700000000123999, 1000), 1700000000123000);
+  EXPECT_EQ(FloorToGranularity(1700000000123000, 1000), 1700000000123000);
+  EXPECT_EQ(FloorToGranularity(0, 1000), 0);
+  EXPECT_EQ(FloorToGranularity(999, 1000), 0);
+  // Just above a version: the next whole millisecond.
+  EXPECT_EQ(NextAbove(1700000000123000, 1000), 1700000000124000);
+  EXPECT_EQ(NextAbove(1700000000123456, 1000), 1700000000124000);
+}
+
 }  // namespace
 }  // namespace tabletfs::fs

@@ -88,7 +88,7 @@ std::string StoreName(const ::testing::TestParamInfo<MountStore>& info) {
 std::vector<std::string> MountFixture::StoreArgs(
     const std::vector<std::string>& extra) {
   std::vector<std::string> args = extra;
-  if (store_ == MountStore::kMemory) {
+  if (store_ == MountStore::kMemory && source_.empty()) {
     args.insert(args.begin(), {"-o", "store=memory"});
   }
   return args;
@@ -193,7 +193,7 @@ int MountFixture::TryMountForeground(const std::vector<std::string>& extra_args,
   std::vector<std::string> argv = {TabletfsBinary(), "-f"};
   std::vector<std::string> extra = StoreArgs(extra_args);
   argv.insert(argv.end(), extra.begin(), extra.end());
-  argv.push_back(datadir_);
+  argv.push_back(source_.empty() ? datadir_ : source_);
   argv.push_back(mnt_);
   pid_t pid = fork();
   if (pid == 0) {

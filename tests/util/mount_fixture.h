@@ -48,6 +48,10 @@ class MountFixture : public ::testing::Test {
   void TearDown() override;
 
   MountStore store() const { return store_; }
+  // Mount `source` (bigtable://PROJECT/INSTANCE) instead of datadir(), and
+  // without -o store=. Such a daemon writes no mount.pid: mount it with
+  // TryMountForeground. Before the first mount.
+  void set_source(const std::string& source) { source_ = source; }
   // Before the first Mount().
   void set_store(MountStore store) { store_ = store; }
 
@@ -113,6 +117,7 @@ class MountFixture : public ::testing::Test {
   void RunPendingSeeds();
 
   MountStore store_ = MountStore::kEngine;
+  std::string source_;  // empty: datadir_
   std::vector<std::string> pending_seeds_;  // shell commands
   std::string tmp_;
   std::string datadir_;

@@ -372,9 +372,20 @@ TEST_P(RemoteMountTest, HungServerTimesOutWithinRpcTimeout) {
   MakeTable();
   ShOk("printf x > t/r/f/q");
   kill(server_pid_, SIGSTOP);  // connected, answering nothing
+  // Stopped for sure (the signal is delivered asynchronously): state T.
+  for (int i = 0; i < 1000; i++) {
+    const std::string stat =
+        ReadFile("/proc/" + std::to_string(server_pid_) + "/stat");
+    const size_t paren = stat.rfind(')');
+    if (paren != std::string::npos && paren + 2 < stat.size() &&
+        stat[paren + 2] == 'T') {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   const auto start = std::chrono::steady_clock::now();
   struct stat st;
-  EXPECT_EQ(stat(Path("t/r/uncached").c_str(), &st), -1);
+  EXPECT_EQ(stat(Path("t/uncached-row").c_str(), &st), -1);
   EXPECT_TRUE(errno == EIO || errno == ETIMEDOUT) << strerror(errno);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

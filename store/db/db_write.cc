@@ -2,6 +2,7 @@
 // whose leader commits a group (log record, memtables, change events), and
 // the read-modify-write operations that serialize per row.
 #include <algorithm>
+#include <deque>
 #include <optional>
 
 #include "store/db/db_impl.h"
@@ -188,47 +189,60 @@ std::vector<Result<int64_t>> DBImpl::ApplyBatch(
   std::vector<Result<int64_t>> out(mutations.size(), int64_t{0});
   // Every row's lock, each stripe once and in index order (Apply and the
   // read-modify-writes take one stripe: no deadlock).
-  std::vector<size_t> stripes;
+  static_assert(kRowLockStripes <= 64, "the stripes are a 64-bit set");
+  uint64_t set = 0;
   for (const RowMutation& m : mutations) {
-    stripes.push_back(static_cast<size_t>(RowLock(table, m.row()) - row_locks_));
+    set |= uint64_t{1} << (RowLock(table, m.row()) - row_locks_);
   }
-  std::sort(stripes.begin(), stripes.end());
-  stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+  std::vector<size_t> stripes;
+  for (size_t i = 0; i < kRowLockStripes; i++) {
+    if (set >> i & 1) stripes.push_back(i);
+  }
   LockStripes(stripes);
   // The valid mutations queue one after another, so that leaders take
-  // them in groups of up to kMaxGroupBytes: one log append per group.
-  std::vector<std::unique_ptr<Writer>> writers(mutations.size());
+  // them in groups of up to kMaxGroupBytes: one log append per group. The
+  // table is looked up once; the writers live in one deque (stable
+  // addresses, few allocations); writer_of[i] is mutation i's, or -1.
+  std::shared_ptr<const TableState> t;
+  {
+    MutexLock l(&mu_);
+    auto it = tables_.find(table);
+    if (it != tables_.end()) t = it->second;
+  }
+  std::deque<Writer> writers;
+  std::vector<ptrdiff_t> writer_of(mutations.size(), -1);
   std::vector<bool> reclaim(mutations.size(), false);
   for (size_t i = 0; i < mutations.size(); i++) {
     bool r = false;
-    Status s = CheckBeforeQueueing(table, mutations[i], &r);
+    Status s = t == nullptr ? Status::NotFound("no such table", table)
+                            : ValidateMutation(*t, mutations[i]);
+    if (s.ok()) s = CheckSpace(mutations[i], &r);
     if (!s.ok()) {
       out[i] = s;
       continue;
     }
     reclaim[i] = r;
-    writers[i] = std::make_unique<Writer>(&mu_);
-    writers[i]->table = table;
-    writers[i]->mutation = &mutations[i];
-    writers[i]->sync = options.sync;
-    writers[i]->origin = options.origin;
+    Writer& w = writers.emplace_back(&mu_);
+    w.table = table;
+    w.mutation = &mutations[i];
+    w.sync = options.sync;
+    w.origin = options.origin;
+    writer_of[i] = static_cast<ptrdiff_t>(writers.size() - 1);
   }
   {
     MutexLock l(&mu_);
-    for (auto& w : writers) {
-      if (w) writers_.push_back(w.get());
-    }
-    for (auto& w : writers) {
-      if (!w) continue;
-      while (!w->done && w.get() != writers_.front()) Await(&w->cv);
-      if (!w->done) LeadGroup(w.get());
+    for (Writer& w : writers) writers_.push_back(&w);
+    for (Writer& w : writers) {
+      while (!w.done && &w != writers_.front()) Await(&w.cv);
+      if (!w.done) LeadGroup(&w);
     }
     for (size_t i = 0; i < mutations.size(); i++) {
-      if (!writers[i]) continue;
-      if (!writers[i]->status.ok()) {
-        out[i] = writers[i]->status;
+      if (writer_of[i] < 0) continue;
+      const Writer& w = writers[static_cast<size_t>(writer_of[i])];
+      if (!w.status.ok()) {
+        out[i] = w.status;
       } else {
-        out[i] = writers[i]->timestamp;
+        out[i] = w.timestamp;
         if (reclaim[i]) RequestReclaim(table, mutations[i].row());
       }
     }

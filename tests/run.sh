@@ -57,6 +57,9 @@ fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# Leaks inside Debian's libraries (gRPC's DNS resolver) are not ours:
+# tests/lsan.supp names each, with the reason.
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 
 mmss() { printf '%d:%02d' $(($1 / 60)) $(($1 % 60)); }

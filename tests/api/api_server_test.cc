@@ -19,6 +19,7 @@
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "store/db.h"
+#include "store/fault_env.h"
 #include "store/reference/reference_bigtable.h"
 
 namespace tabletfs::api {
@@ -557,6 +558,78 @@ INSTANTIATE_TEST_SUITE_P(Implementations, ApiServerTest,
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
+
+// A disk below its space reserve: writes that add data are
+// RESOURCE_EXHAUSTED (a MutateRows entry too), deletes still work, and
+// writes work again once space returns.
+TEST(ApiServerDiskTest, AFullDiskIsResourceExhaustedAndDeletesStillWork) {
+  char tmpl[] = "/tmp/tabletfs_apidisk_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  FaultInjectionEnv env(Env::Default());
+  Options options;
+  options.env = &env;
+  options.space_reserve_bytes = 64u << 20;
+  auto db = DB::Open(options, dir + "/data");
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  ASSERT_TRUE((*db)->CreateTable("t").ok());
+  ASSERT_TRUE((*db)->CreateFamily("t", "f", FamilySettings()).ok());
+  ApiOptions api;
+  api.unix_socket = dir + "/bigtable.sock";
+  auto server = ApiServer::Start(db->get(), api);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto stub = v2::Bigtable::NewStub(grpc::CreateChannel(
+      "unix:" + api.unix_socket, grpc::InsecureChannelCredentials()));
+  auto mutate = [&](const std::string& row, bool set) {
+    v2::MutateRowRequest req;
+    req.set_table_name(kTable);
+    req.set_row_key(row);
+    if (set) {
+      auto* c = req.add_mutations()->mutable_set_cell();
+      c->set_family_name("f");
+      c->set_column_qualifier("q");
+      c->set_value("v");
+      c->set_timestamp_micros(-1);
+    } else {
+      req.add_mutations()->mutable_delete_from_row();
+    }
+    v2::MutateRowResponse resp;
+    grpc::ClientContext ctx;
+    return stub->MutateRow(&ctx, req, &resp).error_code();
+  };
+  EXPECT_EQ(mutate("kept", true), grpc::StatusCode::OK);
+  EXPECT_EQ(mutate("gone", true), grpc::StatusCode::OK);
+  env.SetFreeSpace(32u << 20);  // below the reserve
+  EXPECT_EQ(mutate("new", true), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  {
+    v2::MutateRowsRequest req;
+    req.set_table_name(kTable);
+    auto* e = req.add_entries();
+    e->set_row_key("new2");
+    auto* c = e->add_mutations()->mutable_set_cell();
+    c->set_family_name("f");
+    c->set_column_qualifier("q");
+    c->set_value("v");
+    c->set_timestamp_micros(-1);
+    grpc::ClientContext ctx;
+    auto reader = stub->MutateRows(&ctx, req);
+    v2::MutateRowsResponse resp;
+    int code = -1;
+    while (reader->Read(&resp)) code = resp.entries(0).status().code();
+    EXPECT_TRUE(reader->Finish().ok());
+    EXPECT_EQ(code, grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
+  EXPECT_EQ(mutate("gone", false), grpc::StatusCode::OK);  // deletes work
+  ReadOptions ro;
+  EXPECT_TRUE((*db)->ReadRow("t", "gone", ro)->cells.empty());
+  EXPECT_TRUE((*db)->ReadRow("t", "new", ro)->cells.empty());
+  EXPECT_EQ((*db)->ReadRow("t", "kept", ro)->cells.size(), 1u);
+  env.SetFreeSpace(uint64_t{1} << 40);
+  EXPECT_EQ(mutate("new", true), grpc::StatusCode::OK);
+  server->reset();
+  db->reset();
+  std::filesystem::remove_all(dir);
+}
 
 // The TCP rules: loopback needs nothing; any other address is refused
 // without TLS and a token.

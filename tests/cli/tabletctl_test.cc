@@ -65,6 +65,7 @@ class TabletctlTest : public ::testing::Test {
       dup2(in, 0);
       dup2(out, 1);
       dup2(err, 2);
+      unsetenv("BIGTABLE_EMULATOR_HOST");  // would stand in for -endpoint
       if (env_datadir.empty()) {
         unsetenv("TABLETFS_DATADIR");
       } else {
@@ -124,7 +125,16 @@ TEST_F(TabletctlTest, BadInvocationsAreOneLine) {
   EXPECT_EQ(o.code, 2);
   EXPECT_EQ(o.err,
             "tabletctl: no data directory: pass -d DATADIR or set "
-            "TABLETFS_DATADIR\n");
+            "TABLETFS_DATADIR (or -endpoint HOST:PORT)\n");
+  o = Run({"-endpoint"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err, "tabletctl: -endpoint needs a value\n");
+  // The engine's maintenance has no meaning on an endpoint.
+  o = Run({"-endpoint", "127.0.0.1:1", "compact"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err,
+            "tabletctl compact: works on a data directory's engine, not on "
+            "a Bigtable endpoint\n");
   o = Ctl({"ls"});
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.err, "tabletctl: " + data_ + ": no such data directory\n");

@@ -60,7 +60,9 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # Leaks inside Debian's libraries (gRPC's DNS resolver) are not ours:
 # tests/lsan.supp names each, with the reason.
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp}
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+# Debian's gRPC is not built with TSan: tests/tsan.supp names, with the
+# reason, what TSan cannot see inside it.
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp}
 
 mmss() { printf '%d:%02d' $(($1 / 60)) $(($1 % 60)); }
 

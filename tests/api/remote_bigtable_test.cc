@@ -1294,7 +1294,9 @@ TEST_F(ScriptedServerTest, TabletsFromSampleRowKeys) {
 // are skipped.)
 TEST_F(ScriptedServerTest, DeleteVersionOnAServerOfWholeMilliseconds) {
   auto range = [&](size_t i) {
-    const auto& r = service_.mutations()[i].mutations(0).delete_from_column();
+    // mutations() returns a copy: keep it alive while `r` points into it.
+    const std::vector<v2::MutateRowRequest> all = service_.mutations();
+    const auto& r = all[i].mutations(0).delete_from_column();
     return Numbered("[", r.time_range().start_timestamp_micros()) +
            Numbered(", ", r.time_range().end_timestamp_micros()) + ")";
   };

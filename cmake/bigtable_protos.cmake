@@ -154,8 +154,10 @@ foreach(p IN LISTS _bigtable_protos _gax_protos)
 endforeach()
 
 add_library(tabletfs_bigtable_proto STATIC ${_gen_sources})
-# Generated code: not ours to keep free of warnings.
-target_compile_options(tabletfs_bigtable_proto PRIVATE -w)
+# Generated code: not ours to keep free of warnings, nor to step through
+# in a debugger. Without debug information its 80,000 lines build in about
+# half the time in the sanitizer builds (the suite's longest part).
+target_compile_options(tabletfs_bigtable_proto PRIVATE -w -g0)
 target_include_directories(tabletfs_bigtable_proto SYSTEM PUBLIC ${_gen_dir})
 target_link_libraries(tabletfs_bigtable_proto PUBLIC tabletfs::grpcpp
                       tabletfs::protobuf)

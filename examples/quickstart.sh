@@ -45,7 +45,7 @@ step() {
 
 step "installing missing packages (output in $log)" \
   scripts/install-deps.sh build
-step "building tabletfs and tabletctl (about 2 minutes the first time)" \
+step "building tabletfs and tabletctl (about 5 minutes the first time, on 2 cores)" \
   env TABLETFS_TARGETS="tabletfs tabletctl" scripts/build.sh release
 
 bin="$root/build/release/bin"

@@ -12,11 +12,6 @@ namespace {
 
 namespace admin = google::bigtable::admin::v2;
 
-grpc::Status Unavailable() {
-  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                      "the server is shutting down");
-}
-
 }  // namespace
 
 grpc::Status TableAdminService::Describe(const std::string& instance,

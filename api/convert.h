@@ -27,6 +27,11 @@ grpc::Status ToGrpc(const Status& s);
 inline grpc::Status InvalidArgument(const std::string& message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
 }
+// What a call made while the server stops gets.
+inline grpc::Status Unavailable() {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      "the server is shutting down");
+}
 
 // "projects/P/instances/I" (any P and I, as the emulator takes): OK or
 // INVALID_ARGUMENT.

@@ -1,6 +1,8 @@
 // google.bigtable.v2.Bigtable over the data model (api/services.h).
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,11 +15,6 @@ namespace tabletfs::api {
 namespace {
 
 namespace v2 = google::bigtable::v2;
-
-grpc::Status Unavailable() {
-  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                      "the server is shutting down");
-}
 
 // A row range [start, end); empty end: to the end of the table.
 struct KeyRange {
@@ -176,6 +173,28 @@ grpc::Status DataService::WriteError(const std::string& table,
     }
   }
   return ToGrpc(s);
+}
+
+grpc::Status DataService::RewriteWith(
+    const std::string& table, const std::string& row, const ReadOptions& read,
+    const std::function<grpc::Status(const Row&, RowMutation*)>& build) {
+  grpc::Status refused;
+  std::optional<RowMutation> built;  // for WriteError's family check
+  Result<RewriteResult> r = context_->store->RewriteRow(
+      table, row, read,
+      [&](const Row& current) -> Result<RowMutation> {
+        RowMutation m(row);
+        refused = build(current, &m);
+        if (!refused.ok()) return Refused(refused);
+        built = m;
+        return m;
+      },
+      WriteOptions());
+  if (!refused.ok()) return refused;
+  if (!r.ok()) {
+    return built ? WriteError(table, *built, r.status()) : ToGrpc(r.status());
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status DataService::ReadRows(
@@ -353,23 +372,10 @@ grpc::Status DataService::MutateOneRow(
   ReadOptions read;
   read.max_versions = 0;
   read.columns = std::move(columns);
-  grpc::Status refused;
-  std::optional<RowMutation> built;
-  Result<RewriteResult> r = store->RewriteRow(
-      table, row, read,
-      [&](const Row& current) -> Result<RowMutation> {
-        RowMutation m(row);
-        refused = AppendMutations(mutations, &current, &m);
-        if (!refused.ok()) return Refused(refused);
-        built = m;
-        return m;
-      },
-      WriteOptions());
-  if (!refused.ok()) return refused;
-  if (!r.ok()) {
-    return built ? WriteError(table, *built, r.status()) : ToGrpc(r.status());
-  }
-  return grpc::Status::OK;
+  return RewriteWith(table, row, read,
+                     [&](const Row& current, RowMutation* m) {
+                       return AppendMutations(mutations, &current, m);
+                     });
 }
 
 grpc::Status DataService::MutateRow(grpc::ServerContext*,
@@ -479,26 +485,15 @@ grpc::Status DataService::CheckAndMutateRow(
   ReadOptions read;
   read.max_versions = 0;
   bool matched = false;
-  grpc::Status refused;
-  std::optional<RowMutation> built;
-  Result<RewriteResult> r = context_->store->RewriteRow(
-      table, row, read,
-      [&](const Row& current) -> Result<RowMutation> {
+  grpc::Status s = RewriteWith(
+      table, row, read, [&](const Row& current, RowMutation* m) {
         matched = !predicate.Apply(current).empty();
         const auto& chosen = matched ? request->true_mutations()
                                      : request->false_mutations();
-        RowMutation m(row);
-        if (chosen.empty()) return m;
-        refused = AppendMutations(chosen, &current, &m);
-        if (!refused.ok()) return Refused(refused);
-        built = m;
-        return m;
-      },
-      WriteOptions());
-  if (!refused.ok()) return refused;
-  if (!r.ok()) {
-    return built ? WriteError(table, *built, r.status()) : ToGrpc(r.status());
-  }
+        return chosen.empty() ? grpc::Status::OK
+                              : AppendMutations(chosen, &current, m);
+      });
+  if (!s.ok()) return s;
   response->set_predicate_matched(matched);
   return grpc::Status::OK;
 }

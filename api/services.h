@@ -10,6 +10,8 @@
 #define TABLETFS_API_SERVICES_H_
 
 #include <atomic>
+#include <functional>
+#include <string>
 
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
@@ -66,6 +68,14 @@ class DataService final : public google::bigtable::v2::Bigtable::Service {
       const std::string& table, const std::string& row,
       const google::protobuf::RepeatedPtrField<google::bigtable::v2::Mutation>&
           mutations);
+  // RewriteRow with the mutation `build` makes from the row as it is
+  // (filling *m, or returning why not): OK, `build`'s refusal, or the
+  // write's error. Nothing is written when it is not OK.
+  grpc::Status RewriteWith(
+      const std::string& table, const std::string& row,
+      const ReadOptions& read,
+      const std::function<grpc::Status(const Row& current, RowMutation* m)>&
+          build);
   // The status of a refused write: NOT_FOUND for an unknown family, which
   // the store reports as a bad mutation.
   grpc::Status WriteError(const std::string& table, const RowMutation& m,

@@ -430,6 +430,11 @@ void DBImpl::AppendOpEntry(const TableState& t, const std::string& row,
 Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
                            size_t group_bytes, GroupBatch* batch) {
   std::string record;
+  size_t record_bytes = 20;
+  for (const GroupEntry& e : batch->entries) {
+    record_bytes += e.key.size() + e.value.size() + 10;
+  }
+  record.reserve(record_bytes);
   PutVarint64(&record, batch->seq);
   PutVarint64(&record, static_cast<uint64_t>(batch->ts));
   for (const GroupEntry& e : batch->entries) {

@@ -67,27 +67,56 @@ void UnescapeTo(std::string_view enc, std::string* out) {
   ConsumeEscaped(&enc, out);
 }
 
-std::string RowPrefix(uint32_t table_id, std::string_view row) {
+namespace {
+
+// The prefixes, appended to a key whose caller reserved room for all of it
+// (one allocation per key: keys are built for every write).
+void AppendRowPrefix(std::string* k, uint32_t table_id, std::string_view row) {
+  PutBigEndian32(k, table_id);
+  AppendEscaped(k, row);
+}
+
+void AppendFamilyPrefix(std::string* k, uint32_t table_id, std::string_view row,
+                        uint32_t family_id) {
+  AppendRowPrefix(k, table_id, row);
+  k->push_back(kSectionFamily);
+  PutBigEndian32(k, family_id);
+}
+
+void AppendCellPrefix(std::string* k, uint32_t table_id, std::string_view row,
+                      uint32_t family_id, std::string_view qualifier) {
+  AppendFamilyPrefix(k, table_id, row, family_id);
+  k->push_back(kSectionChild);
+  AppendEscaped(k, qualifier);
+}
+
+// Room for a key of `row` and `qualifier` and everything around them
+// (prefix, section bytes, timestamp, trailer), unless they hold zero bytes.
+std::string KeyWithRoom(std::string_view row, std::string_view qualifier) {
   std::string k;
-  k.reserve(row.size() + 8);
-  PutBigEndian32(&k, table_id);
-  AppendEscaped(&k, row);
+  k.reserve(row.size() + qualifier.size() + 32);
+  return k;
+}
+
+}  // namespace
+
+std::string RowPrefix(uint32_t table_id, std::string_view row) {
+  std::string k = KeyWithRoom(row, {});
+  AppendRowPrefix(&k, table_id, row);
   return k;
 }
 
 std::string FamilyPrefix(uint32_t table_id, std::string_view row,
                          uint32_t family_id) {
-  std::string k = RowPrefix(table_id, row);
-  k.push_back(kSectionFamily);
-  PutBigEndian32(&k, family_id);
+  std::string k = KeyWithRoom(row, {});
+  AppendFamilyPrefix(&k, table_id, row, family_id);
   return k;
 }
 
 std::string CellPrefix(uint32_t table_id, std::string_view row,
                        uint32_t family_id, std::string_view qualifier) {
-  std::string k = FamilyPrefix(table_id, row, family_id);
-  k.push_back(kSectionChild);
-  AppendEscaped(&k, qualifier);
+  std::string k = KeyWithRoom(row, qualifier);
+  AppendCellPrefix(&k, table_id, row, family_id, qualifier);
   return k;
 }
 
@@ -105,7 +134,8 @@ void AppendTimestamp(std::string* dst, int64_t timestamp) {
 
 std::string RowMarkerKey(uint32_t table_id, std::string_view row,
                          uint64_t seq) {
-  std::string k = RowPrefix(table_id, row);
+  std::string k = KeyWithRoom(row, {});
+  AppendRowPrefix(&k, table_id, row);
   k.push_back(kSectionRowMarker);
   AppendTrailer(&k, seq, EntryKind::kDeleteRow);
   return k;
@@ -113,7 +143,8 @@ std::string RowMarkerKey(uint32_t table_id, std::string_view row,
 
 std::string FamilyMarkerKey(uint32_t table_id, std::string_view row,
                             uint32_t family_id, uint64_t seq) {
-  std::string k = FamilyPrefix(table_id, row, family_id);
+  std::string k = KeyWithRoom(row, {});
+  AppendFamilyPrefix(&k, table_id, row, family_id);
   k.push_back(kSectionMarker);
   AppendTrailer(&k, seq, EntryKind::kDeleteFamily);
   return k;
@@ -122,7 +153,8 @@ std::string FamilyMarkerKey(uint32_t table_id, std::string_view row,
 std::string CellMarkerKey(uint32_t table_id, std::string_view row,
                           uint32_t family_id, std::string_view qualifier,
                           uint64_t seq) {
-  std::string k = CellPrefix(table_id, row, family_id, qualifier);
+  std::string k = KeyWithRoom(row, qualifier);
+  AppendCellPrefix(&k, table_id, row, family_id, qualifier);
   k.push_back(kSectionMarker);
   AppendTrailer(&k, seq, EntryKind::kDeleteCell);
   return k;
@@ -131,7 +163,8 @@ std::string CellMarkerKey(uint32_t table_id, std::string_view row,
 std::string VersionKey(uint32_t table_id, std::string_view row,
                        uint32_t family_id, std::string_view qualifier,
                        int64_t timestamp, uint64_t seq, EntryKind kind) {
-  std::string k = CellPrefix(table_id, row, family_id, qualifier);
+  std::string k = KeyWithRoom(row, qualifier);
+  AppendCellPrefix(&k, table_id, row, family_id, qualifier);
   k.push_back(kSectionChild);
   AppendTimestamp(&k, timestamp);
   AppendTrailer(&k, seq, kind);

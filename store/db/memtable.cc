@@ -34,20 +34,38 @@ int MemTable::KeyComparator::operator()(const char* a, const char* b) const {
   return ka.compare(kb);
 }
 
+namespace {
+
+// Writes v as a varint32 at p; returns the byte after it.
+char* EncodeVarint32(char* p, uint32_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
+int Varint32Length(uint32_t v) {
+  int n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
 void MemTable::Add(std::string_view key, std::string_view value) {
-  std::string header;
-  PutVarint32(&header, static_cast<uint32_t>(key.size()));
-  std::string vheader;
-  PutVarint32(&vheader, static_cast<uint32_t>(value.size()));
-  size_t total = header.size() + key.size() + vheader.size() + value.size();
+  const auto klen = static_cast<uint32_t>(key.size());
+  const auto vlen = static_cast<uint32_t>(value.size());
+  size_t total = Varint32Length(klen) + key.size() + Varint32Length(vlen) +
+                 value.size();
   char* buf = arena_.Allocate(total);
-  char* p = buf;
-  std::memcpy(p, header.data(), header.size());
-  p += header.size();
+  char* p = EncodeVarint32(buf, klen);
   std::memcpy(p, key.data(), key.size());
-  p += key.size();
-  std::memcpy(p, vheader.data(), vheader.size());
-  p += vheader.size();
+  p = EncodeVarint32(p + key.size(), vlen);
   if (!value.empty()) std::memcpy(p, value.data(), value.size());
   table_.Insert(buf);
   entries_.fetch_add(1, std::memory_order_relaxed);

@@ -28,15 +28,29 @@ class SkipList {
  public:
   SkipList(Comparator cmp, Arena* arena)
       : compare_(cmp), arena_(arena), head_(NewNode(Key(), kMaxHeight)) {
-    for (int i = 0; i < kMaxHeight; ++i) head_->SetNext(i, nullptr);
+    for (int i = 0; i < kMaxHeight; ++i) {
+      head_->SetNext(i, nullptr);
+      last_prev_[i] = head_;
+    }
   }
   SkipList(const SkipList&) = delete;
   SkipList& operator=(const SkipList&) = delete;
 
   // REQUIRES: nothing equal to key is in the list.
   void Insert(const Key& key) {
-    Node* prev[kMaxHeight];
-    Node* x = FindGreaterOrEqual(key, prev);
+    // A key just after the last one inserted (a sequential load, or the
+    // next cell of a row) goes where the last insert's search ended: when
+    // no node lies between the two, the last search's predecessors are
+    // this key's too, at every level. Otherwise search from the top.
+    Node** prev = last_prev_;
+    Node* x = nullptr;
+    if (last_ != nullptr && compare_(last_->key, key) < 0 &&
+        ((x = last_->NoBarrierNext(0)) == nullptr ||
+         compare_(key, x->key) < 0)) {
+      // prev (last_prev_) already holds the predecessors.
+    } else {
+      x = FindGreaterOrEqual(key, prev);
+    }
     assert(x == nullptr || compare_(key, x->key) != 0);
     (void)x;
     int height = RandomHeight();
@@ -51,7 +65,10 @@ class SkipList {
     for (int i = 0; i < height; ++i) {
       n->NoBarrierSetNext(i, prev[i]->NoBarrierNext(i));
       prev[i]->SetNext(i, n);
+      // The new node is the last one below a later, larger key here.
+      prev[i] = n;
     }
+    last_ = n;
   }
 
   bool Contains(const Key& key) const {
@@ -136,6 +153,10 @@ class SkipList {
   Arena* const arena_;
   Node* const head_;
   std::atomic<int> max_height_{1};
+  // The writer's: the node inserted last and, per level, the last node
+  // before the key after it (head_ above the heights in use).
+  Node* last_ = nullptr;
+  Node* last_prev_[kMaxHeight];
   std::minstd_rand rnd_{0xdeadbeef};
 };
 

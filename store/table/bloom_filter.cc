@@ -44,15 +44,19 @@ BloomFilterBuilder::BloomFilterBuilder(int bits_per_key)
 
 void BloomFilterBuilder::AddKey(std::string_view key) {
   uint64_t h = BloomHash(key);
-  // Cells of one row give the same row key many times in a row: drop the
-  // obvious repeats now, the rest in Finish().
-  if (!hashes_.empty() && hashes_.back() == h) return;
+  // An SSTable adds two keys per entry (the row, then the cell or marker),
+  // in key order: a repeat is always one of the last two hashes. Dropping
+  // those keeps the count exact without sorting the hashes (which cost a
+  // flush more than building the filter); a repeat that slipped through
+  // would only make the filter a little larger.
+  const size_t n = hashes_.size();
+  if ((n >= 1 && hashes_[n - 1] == h) || (n >= 2 && hashes_[n - 2] == h)) {
+    return;
+  }
   hashes_.push_back(h);
 }
 
 std::string BloomFilterBuilder::Finish() {
-  std::sort(hashes_.begin(), hashes_.end());
-  hashes_.erase(std::unique(hashes_.begin(), hashes_.end()), hashes_.end());
   // k = bits_per_key * ln 2 minimizes the false-positive rate.
   int k = static_cast<int>(std::lround(bits_per_key_ * 0.69314718));
   k = std::clamp(k, 1, kMaxProbes);

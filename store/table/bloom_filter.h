@@ -29,8 +29,9 @@ class BloomFilterBuilder {
   // REQUIRES: bits_per_key >= 1.
   explicit BloomFilterBuilder(int bits_per_key);
 
-  // Adds a key. Duplicates are counted once (keys are kept as 8-byte hashes
-  // until Finish()).
+  // Adds a key. A key equal to one of the last two added is counted once
+  // (an SSTable's keys come in order, two per entry); keys are kept as
+  // 8-byte hashes until Finish().
   void AddKey(std::string_view key);
   size_t NumHashes() const { return hashes_.size(); }
 

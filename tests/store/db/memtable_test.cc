@@ -56,6 +56,47 @@ TEST(SkipListTest, InsertSeekAndIterateInOrder) {
   }
 }
 
+// Ascending runs (which insert where the last insert ended), started at
+// random points among keys already there, so that the shortcut must be
+// refused whenever a node lies between the last key and the next: every
+// level stays sorted, which Seek (a walk from the top level) shows for
+// every key and every gap.
+TEST(SkipListTest, AscendingRunsAmongExistingKeys) {
+  Arena arena;
+  SkipList<uint64_t, IntCompare> list(IntCompare(), &arena);
+  std::set<uint64_t> model;
+  uint32_t seed = std::random_device{}();
+  std::printf("SkipListTest seed %u\n", seed);
+  std::mt19937_64 rng(seed);
+  for (int run = 0; run < 300; ++run) {
+    uint64_t k = rng() % 200000;
+    const int length = 1 + static_cast<int>(rng() % 60);
+    for (int i = 0; i < length; ++i) {
+      if (model.insert(k).second) list.Insert(k);
+      k += 1 + rng() % 7;  // sometimes lands on, or past, an existing key
+    }
+  }
+  SkipList<uint64_t, IntCompare>::Iterator it(&list);
+  it.SeekToFirst();
+  for (uint64_t k : model) {
+    ASSERT_TRUE(it.Valid());
+    ASSERT_EQ(it.key(), k);
+    it.Next();
+  }
+  EXPECT_FALSE(it.Valid());
+  for (uint64_t k : model) {
+    ASSERT_TRUE(list.Contains(k)) << k;
+    it.Seek(k + 1);
+    auto next = model.upper_bound(k);
+    if (next == model.end()) {
+      EXPECT_FALSE(it.Valid());
+    } else {
+      ASSERT_TRUE(it.Valid());
+      ASSERT_EQ(it.key(), *next) << "seek past " << k;
+    }
+  }
+}
+
 TEST(SkipListTest, EmptyList) {
   Arena arena;
   SkipList<uint64_t, IntCompare> list(IntCompare(), &arena);

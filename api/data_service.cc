@@ -388,10 +388,22 @@ grpc::Status DataService::MutateRow(grpc::ServerContext*,
   return MutateOneRow(table, request->row_key(), request->mutations());
 }
 
-grpc::Status DataService::MutateRows(
-    grpc::ServerContext* ctx, const v2::MutateRowsRequest* request,
-    grpc::ServerWriter<v2::MutateRowsResponse>* writer) {
+grpc::Status DataService::StreamedMutateRows(
+    grpc::ServerContext* ctx,
+    grpc::ServerSplitStreamer<v2::MutateRowsRequest, v2::MutateRowsResponse>*
+        stream) {
   if (context_->stopping) return Unavailable();
+  // The request, its entries and the response live in one arena, freed at
+  // once: a load's request of 1,000 rows is some 7,000 messages and
+  // strings, which the heap spent a fifth of the call allocating and
+  // freeing one by one.
+  google::protobuf::Arena arena;
+  auto* request =
+      google::protobuf::Arena::CreateMessage<v2::MutateRowsRequest>(&arena);
+  if (!stream->Read(request)) {
+    return grpc::Status(grpc::StatusCode::INTERNAL,
+                        "the MutateRows request could not be read");
+  }
   grpc::Status st;
   const std::string table = ParseTableName(request->table_name(), &st);
   if (!st.ok()) return st;
@@ -416,11 +428,6 @@ grpc::Status DataService::MutateRows(
   std::vector<RowMutation> batch;
   std::vector<int> batch_index;
   for (int i = 0; i < request->entries_size(); i++) {
-    // IsCancelled costs a futex call: asked every 256 entries.
-    if (i % 256 == 0 && ctx->IsCancelled()) {
-      return grpc::Status(grpc::StatusCode::CANCELLED,
-                          "cancelled after " + std::to_string(i) + " entries");
-    }
     const auto& e = request->entries(i);
     std::vector<Column> ranged;
     if (TimeRangeColumns(e.mutations(), &ranged)) {
@@ -439,6 +446,12 @@ grpc::Status DataService::MutateRows(
     batch.push_back(std::move(m));
     batch_index.push_back(i);
   }
+  // Asked once (a futex call each time): a call cancelled while its
+  // entries converted applies nothing.
+  if (ctx->IsCancelled()) {
+    return grpc::Status(grpc::StatusCode::CANCELLED,
+                        "cancelled before the entries were applied");
+  }
   std::vector<Result<int64_t>> applied =
       context_->store->ApplyBatch(table, batch, WriteOptions());
   for (size_t j = 0; j < batch.size(); j++) {
@@ -446,14 +459,19 @@ grpc::Status DataService::MutateRows(
       statuses[batch_index[j]] = WriteError(table, batch[j], applied[j].status());
     }
   }
-  v2::MutateRowsResponse response;
+  auto* response =
+      google::protobuf::Arena::CreateMessage<v2::MutateRowsResponse>(&arena);
+  response->mutable_entries()->Reserve(request->entries_size());
   for (int i = 0; i < request->entries_size(); i++) {
-    v2::MutateRowsResponse::Entry* entry = response.add_entries();
+    v2::MutateRowsResponse::Entry* entry = response->add_entries();
     entry->set_index(i);
-    entry->mutable_status()->set_code(static_cast<int>(statuses[i].error_code()));
-    entry->mutable_status()->set_message(statuses[i].error_message());
+    // Every entry carries a status, OK too: clients read it unguarded.
+    google::rpc::Status* status = entry->mutable_status();
+    if (statuses[i].ok()) continue;
+    status->set_code(static_cast<int>(statuses[i].error_code()));
+    status->set_message(statuses[i].error_message());
   }
-  writer->Write(response);
+  stream->Write(*response);
   return grpc::Status::OK;
 }
 

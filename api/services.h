@@ -26,7 +26,11 @@ struct ServiceContext {
   std::atomic<bool> stopping{false};
 };
 
-class DataService final : public google::bigtable::v2::Bigtable::Service {
+// MutateRows reads its request itself (split streaming), into an arena:
+// a bulk load's request holds thousands of messages.
+class DataService final
+    : public google::bigtable::v2::Bigtable::WithSplitStreamingMethod_MutateRows<
+          google::bigtable::v2::Bigtable::Service> {
  public:
   explicit DataService(ServiceContext* context) : context_(context) {}
 
@@ -44,11 +48,11 @@ class DataService final : public google::bigtable::v2::Bigtable::Service {
                          const google::bigtable::v2::MutateRowRequest* request,
                          google::bigtable::v2::MutateRowResponse* response)
       override;
-  grpc::Status MutateRows(
+  grpc::Status StreamedMutateRows(
       grpc::ServerContext* ctx,
-      const google::bigtable::v2::MutateRowsRequest* request,
-      grpc::ServerWriter<google::bigtable::v2::MutateRowsResponse>* writer)
-      override;
+      grpc::ServerSplitStreamer<google::bigtable::v2::MutateRowsRequest,
+                                google::bigtable::v2::MutateRowsResponse>*
+          stream) override;
   grpc::Status CheckAndMutateRow(
       grpc::ServerContext* ctx,
       const google::bigtable::v2::CheckAndMutateRowRequest* request,

@@ -38,6 +38,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -200,7 +201,7 @@ class DBImpl final : public DB {
   // use_filter: apply options.families / columns.
   std::unique_ptr<CellCursor> NewPointCursor(
       const ReadState& state, const ReadOptions& options, std::string_view row,
-      std::string_view row_prefix, const std::vector<std::string>& cell_keys,
+      std::string_view row_prefix, std::span<const std::string_view> cell_keys,
       std::string stop_key, bool use_filter);
   // An iterator over the memtables and files of one tablet (not clipped).
   std::unique_ptr<Iterator> NewTabletIterator(const TabletView& view);

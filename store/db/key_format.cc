@@ -33,6 +33,12 @@ void AppendEscaped(std::string* dst, std::string_view bytes) {
   dst->push_back('\x01');
 }
 
+size_t EscapedSize(std::string_view bytes) {
+  size_t zeros = 0;
+  for (char c : bytes) zeros += c == '\0';
+  return bytes.size() + zeros + 2;
+}
+
 bool ConsumeEscaped(std::string_view* input, std::string* out) {
   // Every escape starts with 0x00: jump from one to the next (memchr), and
   // copy the runs between them whole. Every key of every read is parsed.

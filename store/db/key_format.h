@@ -38,6 +38,8 @@ enum class KeySection : uint8_t {
 
 // Appends enc(bytes): 0x00 -> 0x00 0xFF, then the terminator 0x00 0x01.
 void AppendEscaped(std::string* dst, std::string_view bytes);
+// The size AppendEscaped adds for `bytes`.
+size_t EscapedSize(std::string_view bytes);
 // Parses enc() from the front of *input, appending the raw bytes to *out
 // (may be null) and advancing *input past the terminator. False when
 // malformed.

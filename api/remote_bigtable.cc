@@ -355,6 +355,13 @@ void AddVersionFilters(const ReadOptions& options,
   }
 }
 
+// Whether a read asks for the newest version of each cell now: what the
+// read cache (ReadCache) holds and answers. (A snapshot of this client
+// reads the latest state too.)
+bool NewestOnly(const ReadOptions& options) {
+  return options.max_versions == 1 && !options.at.has_value();
+}
+
 std::optional<v2::RowFilter> ReadFilter(const ReadOptions& options) {
   std::vector<v2::RowFilter> parts;
   if (std::optional<v2::RowFilter> s = SelectionFilter(options)) {
@@ -456,6 +463,220 @@ Status AddMutations(const RowMutation& m, int64_t ts, RangeWidth width,
   return Status::OK();
 }
 
+// The RPCs the client sends, for the statistics (RpcStats).
+enum class Rpc {
+  kReadRows,
+  kSampleRowKeys,
+  kMutateRow,
+  kMutateRows,
+  kCheckAndMutateRow,
+  kReadModifyWriteRow,
+  kCreateTable,
+  kDeleteTable,
+  kListTables,
+  kGetTable,
+  kModifyColumnFamilies,
+};
+constexpr size_t kRpcKinds = 11;
+
+std::string_view RpcName(Rpc rpc) {
+  static constexpr std::string_view kNames[kRpcKinds] = {
+      "ReadRows",    "SampleRowKeys",       "MutateRow",
+      "MutateRows",  "CheckAndMutateRow",   "ReadModifyWriteRow",
+      "CreateTable", "DeleteTable",         "ListTables",
+      "GetTable",    "ModifyColumnFamilies"};
+  return kNames[static_cast<size_t>(rpc)];
+}
+
+// Latencies in microseconds, in buckets four to a power of two (each about
+// 19% wide) from 1 µs to about 3 days: percentiles within a bucket's width.
+class LatencyHistogram {
+ public:
+  void Add(uint64_t micros) {
+    buckets_[Bucket(micros)]++;
+    count_++;
+    sum_ += micros;
+    max_ = std::max(max_, micros);
+  }
+  uint64_t count() const { return count_; }
+  uint64_t mean() const { return count_ == 0 ? 0 : sum_ / count_; }
+  uint64_t max() const { return max_; }
+  // The upper bound of the bucket holding the p-th fraction, at most max().
+  uint64_t Percentile(double p) const {
+    if (count_ == 0) return 0;
+    const uint64_t rank =
+        std::max<uint64_t>(1, static_cast<uint64_t>(p * count_ + 0.999999));
+    uint64_t seen = 0;
+    for (size_t i = 0; i < kBuckets; i++) {
+      seen += buckets_[i];
+      if (seen >= rank) return std::min(UpperBound(i), max_);
+    }
+    return max_;
+  }
+
+ private:
+  static constexpr size_t kBuckets = 4 * 38;
+  static size_t Bucket(uint64_t v) {
+    if (v < 2) return 0;
+    const int log = 63 - __builtin_clzll(v);  // 2^log <= v < 2^(log+1)
+    const uint64_t quarter = (v >> std::max(0, log - 2)) & 3;
+    return std::min<size_t>(kBuckets - 1, 4 * static_cast<size_t>(log) +
+                                              static_cast<size_t>(quarter));
+  }
+  static uint64_t UpperBound(size_t i) {
+    const int log = static_cast<int>(i / 4);
+    const uint64_t base = uint64_t{1} << log;
+    return base + (base * ((i % 4) + 1)) / 4;
+  }
+  uint64_t buckets_[kBuckets] = {};
+  uint64_t count_ = 0, sum_ = 0, max_ = 0;
+};
+
+// What the client sent, per RPC: for `.tabletfs/stats` (StatsText). Every
+// attempt counts (a retry too); a stream this client cancelled (a scan
+// given up early) counts as cancelled, not as an error.
+class RpcStats {
+ public:
+  struct Attempt {
+    Rpc rpc = Rpc::kReadRows;
+    bool retry = false;  // a repeat after UNAVAILABLE
+    uint64_t bytes_sent = 0;
+    uint64_t bytes_received = 0;
+    uint64_t responses = 0;
+    // Until the first response, or the end when there was none.
+    std::chrono::microseconds latency{0};
+    grpc::StatusCode code = grpc::StatusCode::OK;
+    bool cancelled = false;  // by this client
+  };
+
+  void Record(const Attempt& a) {
+    MutexLock l(&mu_);
+    PerRpc& r = rpcs_[static_cast<size_t>(a.rpc)];
+    r.calls++;
+    if (a.retry) r.retries++;
+    r.bytes_sent += a.bytes_sent;
+    r.bytes_received += a.bytes_received;
+    r.responses += a.responses;
+    r.latency.Add(
+        static_cast<uint64_t>(std::max<int64_t>(0, a.latency.count())));
+    if (a.cancelled) {
+      r.cancelled++;
+    } else if (a.code != grpc::StatusCode::OK) {
+      r.errors[std::string(CodeName(a.code))]++;
+    }
+  }
+
+  // Served from the client's read cache instead of an RPC.
+  void CacheHit() {
+    MutexLock l(&mu_);
+    cache_hits_++;
+  }
+
+  // "key value" lines: totals first, then per RPC sent at least once
+  // (RPC_rpcs, _retries, _errors, _cancelled, _responses, _bytes_sent,
+  // _bytes_received, _latency_mean_us, _p50_us, _p99_us, _max_us, and
+  // RPC_errors_CODE per code seen), then errors_CODE over all RPCs.
+  std::string Text() const {
+    MutexLock l(&mu_);
+    uint64_t calls = 0, retries = 0, errors = 0, sent = 0, received = 0;
+    std::map<std::string, uint64_t> by_code;
+    for (const PerRpc& r : rpcs_) {
+      calls += r.calls;
+      retries += r.retries;
+      sent += r.bytes_sent;
+      received += r.bytes_received;
+      for (const auto& [code, n] : r.errors) {
+        errors += n;
+        by_code[code] += n;
+      }
+    }
+    std::string out;
+    auto line = [&](std::string_view key, uint64_t value) {
+      out.append(key);
+      out += ' ';
+      out += std::to_string(value);
+      out += '\n';
+    };
+    line("rpcs", calls);
+    line("rpc_retries", retries);
+    line("rpc_errors", errors);
+    line("rpc_bytes_sent", sent);
+    line("rpc_bytes_received", received);
+    line("cache_hits", cache_hits_);
+    for (size_t i = 0; i < kRpcKinds; i++) {
+      const PerRpc& r = rpcs_[i];
+      if (r.calls == 0) continue;
+      const std::string name(RpcName(static_cast<Rpc>(i)));
+      uint64_t failed = 0;
+      for (const auto& [code, n] : r.errors) failed += n;
+      line(name + "_rpcs", r.calls);
+      line(name + "_retries", r.retries);
+      line(name + "_errors", failed);
+      line(name + "_cancelled", r.cancelled);
+      line(name + "_responses", r.responses);
+      line(name + "_bytes_sent", r.bytes_sent);
+      line(name + "_bytes_received", r.bytes_received);
+      line(name + "_latency_mean_us", r.latency.mean());
+      line(name + "_latency_p50_us", r.latency.Percentile(0.5));
+      line(name + "_latency_p99_us", r.latency.Percentile(0.99));
+      line(name + "_latency_max_us", r.latency.max());
+      for (const auto& [code, n] : r.errors) line(name + "_errors_" + code, n);
+    }
+    for (const auto& [code, n] : by_code) line("errors_" + code, n);
+    return out;
+  }
+
+ private:
+  struct PerRpc {
+    uint64_t calls = 0, retries = 0, cancelled = 0, responses = 0;
+    uint64_t bytes_sent = 0, bytes_received = 0;
+    LatencyHistogram latency;
+    std::map<std::string, uint64_t> errors;  // by the code's name
+  };
+  mutable Mutex mu_;
+  PerRpc rpcs_[kRpcKinds] GUARDED_BY(mu_);
+  uint64_t cache_hits_ GUARDED_BY(mu_) = 0;
+};
+
+// Times one RPC attempt and records it when destroyed or finished.
+class RpcRecord {
+ public:
+  RpcRecord(RpcStats* stats, Rpc rpc, uint64_t bytes_sent, bool retry)
+      : stats_(stats), start_(std::chrono::steady_clock::now()) {
+    a_.rpc = rpc;
+    a_.bytes_sent = bytes_sent;
+    a_.retry = retry;
+  }
+  RpcRecord(const RpcRecord&) = delete;
+  RpcRecord& operator=(const RpcRecord&) = delete;
+  ~RpcRecord() { Finish(grpc::StatusCode::OK); }
+
+  // A response of `bytes` arrived.
+  void Received(uint64_t bytes) {
+    if (a_.responses++ == 0) a_.latency = Elapsed();
+    a_.bytes_received += bytes;
+  }
+  void Cancelled() { a_.cancelled = true; }
+  // Records the attempt (once).
+  void Finish(grpc::StatusCode code) {
+    if (done_) return;
+    done_ = true;
+    if (a_.responses == 0) a_.latency = Elapsed();
+    a_.code = code;
+    stats_->Record(a_);
+  }
+
+ private:
+  std::chrono::microseconds Elapsed() const {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - start_);
+  }
+  RpcStats* const stats_;
+  const std::chrono::steady_clock::time_point start_;
+  RpcStats::Attempt a_;
+  bool done_ = false;
+};
+
 // The channels, stubs and names one store talks through.
 class Client {
  public:
@@ -492,24 +713,45 @@ class Client {
     r->set_app_profile_id(options_.app_profile);
   }
 
-  // Runs `rpc` (one call, on the context it is given, which carries the
-  // deadline and `params`) and, when `idempotent`, again after
-  // UNAVAILABLE, up to kMaxRetries times.
-  template <typename Rpc>
-  grpc::Status Call(bool idempotent, const std::string& params,
-                    Rpc&& rpc) const {
+  RpcStats* stats() const { return &stats_; }
+
+  // Runs `call` (one RPC `rpc` of `request`, on the context it is given,
+  // which carries the deadline and `params`; it tells the RpcRecord of
+  // each response) and, when `idempotent`, again after UNAVAILABLE, up to
+  // kMaxRetries times.
+  template <typename Call>
+  grpc::Status Send(Rpc rpc, const google::protobuf::Message& request,
+                    bool idempotent, const std::string& params,
+                    Call&& call) const {
+    const uint64_t bytes = request.ByteSizeLong();
     for (int attempt = 0;; attempt++) {
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + options_.rpc_timeout);
       ctx.AddMetadata("x-goog-request-params", params);
-      grpc::Status s = rpc(&ctx);
+      RpcRecord record(&stats_, rpc, bytes, attempt > 0);
+      grpc::Status s = call(&ctx, &record);
+      record.Finish(s.error_code());
       if (!idempotent || !Retryable(s, attempt)) return s;
       Backoff(attempt);
     }
   }
 
+  // Send of a unary RPC whose answer is `response`.
+  template <typename Fn>
+  grpc::Status Unary(Rpc rpc, const google::protobuf::Message& request,
+                     google::protobuf::Message* response, bool idempotent,
+                     const std::string& params, Fn&& unary) const {
+    return Send(rpc, request, idempotent, params,
+                [&](grpc::ClientContext* ctx, RpcRecord* record) {
+                  grpc::Status s = unary(ctx);
+                  if (s.ok()) record->Received(response->ByteSizeLong());
+                  return s;
+                });
+  }
+
  private:
   const RemoteOptions options_;
+  mutable RpcStats stats_;
   const std::string instance_;
   const std::unique_ptr<v2::Bigtable::Stub> data_;
   const std::unique_ptr<admin::BigtableTableAdmin::Stub> admin_;
@@ -521,9 +763,10 @@ class Client {
 // destroying it cancels the call.
 class ReadRowsCall {
  public:
+  // `retry`: a repeat after UNAVAILABLE (for the statistics).
   ReadRowsCall(const Client* client, std::string_view table,
-               v2::ReadRowsRequest request)
-      : client_(client), request_(std::move(request)) {
+               v2::ReadRowsRequest request, bool retry = false)
+      : client_(client), request_(std::move(request)), retry_(retry) {
     ctx_.AddMetadata("x-goog-request-params", client->DataParams(table));
   }
   ReadRowsCall(const ReadRowsCall&) = delete;
@@ -532,6 +775,7 @@ class ReadRowsCall {
   ~ReadRowsCall() {
     if (reader_ != nullptr && !done_) {
       ctx_.TryCancel();
+      if (record_.has_value()) record_->Cancelled();
       Finish();
     }
     cq_.Shutdown();
@@ -546,12 +790,15 @@ class ReadRowsCall {
   bool Next(v2::ReadRowsResponse* response) {
     if (done_) return false;
     if (reader_ == nullptr) {
+      record_.emplace(client_->stats(), Rpc::kReadRows, request_.ByteSizeLong(),
+                      retry_);
       reader_ = client_->data()->PrepareAsyncReadRows(&ctx_, request_, &cq_);
       reader_->StartCall(Tag(kStart));
       if (!Await()) return Finish();
     }
     reader_->Read(response, Tag(kRead));
     if (!Await()) return Finish();
+    record_->Received(response->ByteSizeLong());
     return true;
   }
 
@@ -595,11 +842,14 @@ class ReadRowsCall {
               std::to_string(client_->options().rpc_timeout.count()) + " ms");
     }
     done_ = true;
+    record_->Finish(status_.error_code());
     return false;
   }
 
   const Client* const client_;
   const v2::ReadRowsRequest request_;
+  const bool retry_;
+  std::optional<RpcRecord> record_;  // from the start of the call
   grpc::ClientContext ctx_;
   grpc::CompletionQueue cq_;
   std::unique_ptr<grpc::ClientAsyncReader<v2::ReadRowsResponse>> reader_;
@@ -740,6 +990,168 @@ class RemoteSnapshot final : public Snapshot {
   const void* const owner_;
 };
 
+// Recent answers of the server, kept for RemoteOptions::read_cache_ttl so
+// that the reads one filesystem operation makes (a LOOKUP, the GETATTR and
+// OPEN after it; the OPENs of the cells a listing just streamed) cost one
+// RPC, not one each: the newest version of cells (or that a cell has
+// none), from ReadCell, ReadRow and scans that read newest versions with
+// values, and tables' families. Never what a read as of a time (`at`) or
+// of more versions asks. Tables' families are kept for their own TTL
+// (RemoteOptions::schema_cache_ttl). Every write through this client drops what
+// it may change (the row; for a schema change, the table) when it is sent and
+// when it returns, and a read that was in flight across a write stores nothing
+// (the write epoch moved on), so this client always reads its own writes. A
+// write from elsewhere is seen once the entry is older than the TTL.
+class ReadCache {
+ public:
+  ReadCache(std::chrono::milliseconds ttl, std::chrono::milliseconds schema_ttl)
+      : ttl_(ttl), schema_ttl_(schema_ttl) {}
+
+  bool enabled() const { return ttl_.count() > 0; }
+  // Moves on at every write: what a read started before it fetched may
+  // be stale, and is not stored (the Put* calls take the read's epoch).
+  uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+
+  // The newest version of the cell: nullopt when not cached; a nullopt
+  // Cell when cached as having none.
+  std::optional<std::optional<Cell>> FindCell(std::string_view table,
+                                              std::string_view row,
+                                              std::string_view family,
+                                              std::string_view qualifier) {
+    MutexLock l(&mu_);
+    auto it = cells_.find(Key(table, row, family, qualifier));
+    if (it == cells_.end() || Expired(it->second.time)) return std::nullopt;
+    return it->second.cell;
+  }
+
+  void PutCell(uint64_t epoch, std::string_view table, std::string_view row,
+               std::string_view family, std::string_view qualifier,
+               std::optional<Cell> cell) {
+    if (!enabled() || (cell.has_value() && cell->value.size() > kMaxValue)) {
+      return;
+    }
+    MutexLock l(&mu_);
+    if (epoch != this->epoch()) return;
+    PutLocked(Key(table, row, family, qualifier), std::move(cell));
+  }
+
+  // The newest version of each column in `row` (a row of a scan or read
+  // with max_versions 1).
+  void PutRow(uint64_t epoch, std::string_view table, const Row& row) {
+    if (!enabled()) return;
+    MutexLock l(&mu_);
+    if (epoch != this->epoch()) return;
+    for (const Cell& c : row.cells) {
+      if (c.value.size() > kMaxValue) continue;
+      PutLocked(Key(table, row.key, c.family, c.qualifier), c);
+    }
+  }
+
+  std::optional<std::vector<FamilyInfo>> FindFamilies(std::string_view table) {
+    MutexLock l(&mu_);
+    auto it = families_.find(table);
+    if (it == families_.end() || Now() - it->second.time >= schema_ttl_) {
+      return std::nullopt;
+    }
+    return it->second.families;
+  }
+
+  void PutFamilies(uint64_t epoch, std::string_view table,
+                   const std::vector<FamilyInfo>& families) {
+    if (schema_ttl_.count() <= 0) return;
+    MutexLock l(&mu_);
+    if (epoch != this->epoch()) return;
+    families_[std::string(table)] = {families, Now()};
+  }
+
+  // A write of `row` is sent or returned.
+  void WroteRow(std::string_view table, std::string_view row) {
+    MutexLock l(&mu_);
+    epoch_.fetch_add(1, std::memory_order_acq_rel);
+    auto it = cells_.lower_bound(Key(table, row, {}, {}));
+    while (it != cells_.end() && std::get<0>(it->first) == table &&
+           std::get<1>(it->first) == row) {
+      bytes_ -= Bytes(it->first, it->second.cell);
+      it = cells_.erase(it);
+    }
+  }
+
+  // The table's schema or existence changes (or its rows, all of them).
+  void ChangedTable(std::string_view table) {
+    MutexLock l(&mu_);
+    epoch_.fetch_add(1, std::memory_order_acq_rel);
+    auto f = families_.find(table);
+    if (f != families_.end()) families_.erase(f);
+    auto it = cells_.lower_bound(Key(table, {}, {}, {}));
+    while (it != cells_.end() && std::get<0>(it->first) == table) {
+      bytes_ -= Bytes(it->first, it->second.cell);
+      it = cells_.erase(it);
+    }
+  }
+
+ private:
+  using CellKey =
+      std::tuple<std::string, std::string, std::string, std::string>;
+  struct CachedCell {
+    std::optional<Cell> cell;
+    std::chrono::steady_clock::time_point time;
+  };
+  struct CachedFamilies {
+    std::vector<FamilyInfo> families;
+    std::chrono::steady_clock::time_point time;
+  };
+  // Values above this are read again rather than kept.
+  static constexpr size_t kMaxValue = 1 << 20;
+  // Past this, expired entries go, and when that is not enough, all.
+  static constexpr size_t kMaxBytes = 32u << 20;
+
+  static CellKey Key(std::string_view table, std::string_view row,
+                     std::string_view family, std::string_view qualifier) {
+    return {std::string(table), std::string(row), std::string(family),
+            std::string(qualifier)};
+  }
+  static size_t Bytes(const CellKey& k, const std::optional<Cell>& c) {
+    return 64 + std::get<0>(k).size() + std::get<1>(k).size() +
+           std::get<2>(k).size() + std::get<3>(k).size() +
+           (c.has_value() ? c->value.size() : 0);
+  }
+  static std::chrono::steady_clock::time_point Now() {
+    return std::chrono::steady_clock::now();
+  }
+  bool Expired(std::chrono::steady_clock::time_point t) const {
+    return Now() - t >= ttl_;
+  }
+
+  void PutLocked(CellKey key, std::optional<Cell> cell) REQUIRES(mu_) {
+    const size_t bytes = Bytes(key, cell);
+    auto [it, inserted] = cells_.try_emplace(std::move(key));
+    if (!inserted) bytes_ -= Bytes(it->first, it->second.cell);
+    it->second = {std::move(cell), Now()};
+    bytes_ += bytes;
+    if (bytes_ <= kMaxBytes) return;
+    for (auto i = cells_.begin(); i != cells_.end();) {
+      if (Expired(i->second.time)) {
+        bytes_ -= Bytes(i->first, i->second.cell);
+        i = cells_.erase(i);
+      } else {
+        ++i;
+      }
+    }
+    if (bytes_ > kMaxBytes) {
+      cells_.clear();
+      bytes_ = 0;
+    }
+  }
+
+  const std::chrono::milliseconds ttl_;
+  const std::chrono::milliseconds schema_ttl_;
+  std::atomic<uint64_t> epoch_{0};
+  Mutex mu_;
+  std::map<CellKey, CachedCell> cells_ GUARDED_BY(mu_);
+  size_t bytes_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, CachedFamilies, std::less<>> families_ GUARDED_BY(mu_);
+};
+
 // Streams ReadRows over [start, end), holding one row (and the response
 // it came in) at a time. Seek within the rows the stream is known to have
 // no others before (from `covered_` up to the buffered row) moves inside
@@ -747,10 +1159,13 @@ class RemoteSnapshot final : public Snapshot {
 // UNAVAILABLE resumes after the last row it delivered.
 class RemoteScanner final : public Scanner {
  public:
-  RemoteScanner(const Client* client, std::string table,
+  // `cache`: where the rows it reads go (newest versions with values),
+  // or nullptr.
+  RemoteScanner(const Client* client, ReadCache* cache, std::string table,
                 std::optional<v2::RowFilter> filter, std::string start,
                 std::string end)
       : client_(client),
+        cache_(cache),
         table_(std::move(table)),
         filter_(std::move(filter)),
         start_(std::move(start)),
@@ -880,7 +1295,9 @@ class RemoteScanner final : public Scanner {
     if (!resume_.empty()) range->set_start_key_closed(resume_);
     if (!end_.empty()) range->set_end_key_open(end_);
     if (filter_.has_value()) *request.mutable_filter() = *filter_;
-    call_ = std::make_unique<ReadRowsCall>(client_, table_, std::move(request));
+    if (cache_ != nullptr) epoch_ = cache_->epoch();
+    call_ = std::make_unique<ReadRowsCall>(client_, table_, std::move(request),
+                                           retries_ > 0);
   }
 
   // Reads the next whole row into row_; at the end or on an error row_ is
@@ -898,6 +1315,7 @@ class RemoteScanner final : public Scanner {
         if (!s.ok()) return Fail(s);
         if (committed) {
           row_ = assembler_.TakeRow();
+          if (cache_ != nullptr) cache_->PutRow(epoch_, table_, row_);
           resume_ = After(row_.key);
           retries_ = 0;
           return;
@@ -937,8 +1355,11 @@ class RemoteScanner final : public Scanner {
   }
 
   const Client* const client_;
+  ReadCache* const cache_;
   const std::string table_;
   const std::optional<v2::RowFilter> filter_;
+  // The write epoch when the stream opened (ReadCache).
+  uint64_t epoch_ = 0;
   // The scan's range [start_, end_); empty end_: to the table's end.
   const std::string start_, end_;
 
@@ -966,7 +1387,8 @@ class RemoteBigtable final : public Bigtable {
   RemoteBigtable(const RemoteOptions& options,
                  const std::shared_ptr<grpc::Channel>& data,
                  const std::shared_ptr<grpc::Channel>& admin)
-      : client_(options, data, admin) {}
+      : client_(options, data, admin),
+        cache_(options.read_cache_ttl, options.schema_cache_ttl) {}
 
   // ---- Schema ----
 
@@ -977,10 +1399,11 @@ class RemoteBigtable final : public Bigtable {
     req.set_table_id(std::string(table));
     admin::Table resp;
     grpc::Status s =
-        client_.Call(false, "parent=" + UrlEncode(client_.instance()),
-                     [&](grpc::ClientContext* ctx) {
-                       return client_.admin()->CreateTable(ctx, req, &resp);
-                     });
+        client_.Unary(Rpc::kCreateTable, req, &resp, false,
+                      "parent=" + UrlEncode(client_.instance()),
+                      [&](grpc::ClientContext* ctx) {
+                        return client_.admin()->CreateTable(ctx, req, &resp);
+                      });
     Forget(table);
     return FromGrpc(s, "CreateTable");
   }
@@ -990,8 +1413,9 @@ class RemoteBigtable final : public Bigtable {
     admin::DeleteTableRequest req;
     req.set_name(client_.TableName(table));
     google::protobuf::Empty resp;
-    grpc::Status s = client_.Call(
-        false, "name=" + UrlEncode(req.name()), [&](grpc::ClientContext* ctx) {
+    grpc::Status s = client_.Unary(
+        Rpc::kDeleteTable, req, &resp, false, "name=" + UrlEncode(req.name()),
+        [&](grpc::ClientContext* ctx) {
           return client_.admin()->DeleteTable(ctx, req, &resp);
         });
     Forget(table);
@@ -1006,11 +1430,11 @@ class RemoteBigtable final : public Bigtable {
     std::vector<std::string> names;
     do {
       admin::ListTablesResponse resp;
-      grpc::Status s =
-          client_.Call(true, "parent=" + UrlEncode(req.parent()),
-                       [&](grpc::ClientContext* ctx) {
-                         return client_.admin()->ListTables(ctx, req, &resp);
-                       });
+      grpc::Status s = client_.Unary(
+          Rpc::kListTables, req, &resp, true,
+          "parent=" + UrlEncode(req.parent()), [&](grpc::ClientContext* ctx) {
+            return client_.admin()->ListTables(ctx, req, &resp);
+          });
       if (!s.ok()) return FromGrpc(s, "ListTables");
       for (const admin::Table& t : resp.tables()) {
         if (t.name().starts_with(prefix)) {
@@ -1080,7 +1504,7 @@ class RemoteBigtable final : public Bigtable {
   Result<std::vector<FamilyInfo>> ListFamilies(
       std::string_view table) override {
     TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
-    return FetchFamilies(table);
+    return Families(table);
   }
 
   Result<FamilySettings> GetFamily(std::string_view table,
@@ -1088,7 +1512,7 @@ class RemoteBigtable final : public Bigtable {
     TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
     if (!ValidateFamilyName(family).ok()) return NoSuchFamily(table, family);
     TABLETFS_ASSIGN_OR_RETURN(std::vector<FamilyInfo> families,
-                              FetchFamilies(table));
+                              Families(table));
     for (FamilyInfo& f : families) {
       if (f.name == family) return std::move(f.settings);
     }
@@ -1109,13 +1533,15 @@ class RemoteBigtable final : public Bigtable {
       AddMutations(mutation, ts, width, req.mutable_mutations()).IgnoreError();
       v2::MutateRowResponse resp;
       // Every timestamp is explicit now: a repeat writes the same versions.
-      return client_.Call(true, client_.DataParams(table),
-                          [&](grpc::ClientContext* ctx) {
-                            return client_.data()->MutateRow(ctx, req, &resp);
-                          });
+      return client_.Unary(Rpc::kMutateRow, req, &resp, true,
+                           client_.DataParams(table),
+                           [&](grpc::ClientContext* ctx) {
+                             return client_.data()->MutateRow(ctx, req, &resp);
+                           });
     };
     grpc::Status s =
         SendWithRanges(send, DeletesAWholeMillisecond(mutation, ts));
+    cache_.WroteRow(table, mutation.row());
     if (!s.ok()) return WriteError(table, s, "MutateRow");
     return ts;
   }
@@ -1154,6 +1580,9 @@ class RemoteBigtable final : public Bigtable {
                 std::vector<BatchEntry>(pending.begin() + begin,
                                         pending.begin() + end),
                 &table_exists, &out);
+      for (size_t i = begin; i < end; i++) {
+        cache_.WroteRow(table, mutations[pending[i].index].row());
+      }
       begin = end;
     }
     return out;
@@ -1253,14 +1682,16 @@ class RemoteBigtable final : public Bigtable {
           .IgnoreError();
       // Not idempotent: the condition may change in between. (A request
       // refused for its ranges changed nothing: SendWithRanges.)
-      return client_.Call(
-          false, client_.DataParams(table), [&](grpc::ClientContext* ctx) {
+      return client_.Unary(
+          Rpc::kCheckAndMutateRow, req, &resp, false, client_.DataParams(table),
+          [&](grpc::ClientContext* ctx) {
             return client_.data()->CheckAndMutateRow(ctx, req, &resp);
           });
     };
     grpc::Status s =
         SendWithRanges(send, DeletesAWholeMillisecond(on_match, ts) ||
                                  DeletesAWholeMillisecond(on_miss, ts));
+    cache_.WroteRow(table, row);
     if (!s.ok()) return WriteError(table, s, "CheckAndMutateRow");
     return resp.predicate_matched() != swapped;
   }
@@ -1280,7 +1711,12 @@ class RemoteBigtable final : public Bigtable {
     TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
     TABLETFS_RETURN_IF_ERROR(CheckSnapshot(options));
     TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
-    return ReadOneRow(table, row, ReadFilter(options));
+    const uint64_t epoch = cache_.epoch();
+    Result<Row> r = ReadOneRow(table, row, ReadFilter(options));
+    if (r.ok() && NewestOnly(options) && options.columns.empty()) {
+      cache_.PutRow(epoch, table, *r);
+    }
+    return r;
   }
 
   Result<std::vector<Cell>> ReadCell(std::string_view table,
@@ -1292,6 +1728,17 @@ class RemoteBigtable final : public Bigtable {
     TABLETFS_RETURN_IF_ERROR(CheckSnapshot(options));
     TABLETFS_RETURN_IF_ERROR(CheckTableName(table));
     if (!ValidateFamilyName(family).ok()) return NoSuchFamily(table, family);
+    const bool cacheable = NewestOnly(options);
+    if (cacheable) {
+      if (std::optional<std::optional<Cell>> hit =
+              cache_.FindCell(table, row, family, qualifier)) {
+        client_.stats()->CacheHit();
+        std::vector<Cell> cells;
+        if (hit->has_value()) cells.push_back(std::move(**hit));
+        return cells;
+      }
+    }
+    const uint64_t epoch = cache_.epoch();
     std::vector<v2::RowFilter> parts;
     parts.push_back(FamilyFilter(QuoteExact(family)));
     parts.push_back(QualifierFilter(QuoteExact(qualifier)));
@@ -1300,6 +1747,11 @@ class RemoteBigtable final : public Bigtable {
                               ReadOneRow(table, row, Chain(std::move(parts))));
     // Nothing read: perhaps because there is no such family.
     if (r.cells.empty()) TABLETFS_RETURN_IF_ERROR(CheckFamily(table, family));
+    if (cacheable) {
+      cache_.PutCell(
+          epoch, table, row, family, qualifier,
+          r.cells.empty() ? std::nullopt : std::optional<Cell>(r.cells[0]));
+    }
     return std::move(r.cells);
   }
 
@@ -1313,7 +1765,21 @@ class RemoteBigtable final : public Bigtable {
     if (!prefix_end.empty() && (end.empty() || prefix_end < end)) {
       end = prefix_end;
     }
-    std::optional<v2::RowFilter> filter = ReadFilter(options.read);
+    std::vector<v2::RowFilter> parts;
+    if (std::optional<v2::RowFilter> f = ReadFilter(options.read)) {
+      parts.push_back(std::move(*f));
+    }
+    // Only what the caller reads: one cell per row, no values.
+    if (options.content == ScanContent::kRows) {
+      parts.emplace_back().set_cells_per_row_limit_filter(1);
+    }
+    if (options.content != ScanContent::kCells) {
+      parts.emplace_back().set_strip_value_transformer(true);
+    }
+    std::optional<v2::RowFilter> filter = Chain(std::move(parts));
+    const bool cacheable = options.content == ScanContent::kCells &&
+                           NewestOnly(options.read) &&
+                           options.read.columns.empty();
     if (!end.empty() && end <= start) {
       // An empty range still names a table that must exist.
       v2::RowFilter none;
@@ -1321,8 +1787,8 @@ class RemoteBigtable final : public Bigtable {
       TABLETFS_RETURN_IF_ERROR(ReadOneRow(table, "-", none).status());
     }
     auto scanner = std::make_unique<RemoteScanner>(
-        &client_, std::string(table), std::move(filter), std::move(start),
-        std::move(end));
+        &client_, cacheable ? &cache_ : nullptr, std::string(table),
+        std::move(filter), std::move(start), std::move(end));
     scanner->SeekToFirst();
     TABLETFS_RETURN_IF_ERROR(scanner->status());
     return std::unique_ptr<Scanner>(std::move(scanner));
@@ -1337,14 +1803,18 @@ class RemoteBigtable final : public Bigtable {
     v2::SampleRowKeysRequest req;
     client_.Address(table, &req);
     std::vector<v2::SampleRowKeysResponse> samples;
-    grpc::Status s = client_.Call(
-        true, client_.DataParams(table), [&](grpc::ClientContext* ctx) {
-          samples.clear();
-          auto reader = client_.data()->SampleRowKeys(ctx, req);
-          v2::SampleRowKeysResponse r;
-          while (reader->Read(&r)) samples.push_back(r);
-          return reader->Finish();
-        });
+    grpc::Status s =
+        client_.Send(Rpc::kSampleRowKeys, req, true, client_.DataParams(table),
+                     [&](grpc::ClientContext* ctx, RpcRecord* record) {
+                       samples.clear();
+                       auto reader = client_.data()->SampleRowKeys(ctx, req);
+                       v2::SampleRowKeysResponse r;
+                       while (reader->Read(&r)) {
+                         record->Received(r.ByteSizeLong());
+                         samples.push_back(r);
+                       }
+                       return reader->Finish();
+                     });
     if (!s.ok()) return FromGrpc(s, "SampleRowKeys");
     std::vector<TabletInfo> tablets;
     std::string start;
@@ -1382,6 +1852,12 @@ class RemoteBigtable final : public Bigtable {
   // timestamp this client assigns (NextTimestamp), whatever the server.
   int64_t TimestampGranularityMicros() const override { return 1000; }
 
+  // What this client sent (RpcStats::Text); asks the server nothing.
+  std::string StatsText() override {
+    return "store remote\nendpoint " + client_.options().endpoint + "\n" +
+           client_.stats()->Text();
+  }
+
   // The server's durability applies to every acknowledged write.
   Status Sync() override { return Status::OK(); }
   Status StickyError() override { return Status::OK(); }
@@ -1415,15 +1891,17 @@ class RemoteBigtable final : public Bigtable {
     admin::GetTableRequest req;
     req.set_name(client_.TableName(table));
     req.set_view(view);
-    return client_.Call(true, "name=" + UrlEncode(req.name()),
-                        [&](grpc::ClientContext* ctx) {
-                          return client_.admin()->GetTable(ctx, req, out);
-                        });
+    return client_.Unary(Rpc::kGetTable, req, out, true,
+                         "name=" + UrlEncode(req.name()),
+                         [&](grpc::ClientContext* ctx) {
+                           return client_.admin()->GetTable(ctx, req, out);
+                         });
   }
 
   // The table's families by name, as the server has them now; refreshes
   // the cache.
   Result<std::vector<FamilyInfo>> FetchFamilies(std::string_view table) {
+    const uint64_t epoch = cache_.epoch();
     admin::Table t;
     grpc::Status s = Describe(table, admin::Table::SCHEMA_VIEW, &t);
     if (!s.ok()) {
@@ -1453,11 +1931,23 @@ class RemoteBigtable final : public Bigtable {
               [](const FamilyInfo& a, const FamilyInfo& b) {
                 return a.name < b.name;
               });
+    cache_.PutFamilies(epoch, table, families);
     Schema schema;
     for (const FamilyInfo& f : families) schema.families.push_back(f.name);
     MutexLock l(&mu_);
     schemas_[std::string(table)] = std::move(schema);
     return families;
+  }
+
+  // The table's families by name: recent ones from the read cache, else
+  // FetchFamilies.
+  Result<std::vector<FamilyInfo>> Families(std::string_view table) {
+    if (std::optional<std::vector<FamilyInfo>> hit =
+            cache_.FindFamilies(table)) {
+      client_.stats()->CacheHit();
+      return std::move(*hit);
+    }
+    return FetchFamilies(table);
   }
 
   // Whether `table` has `family`: from the cache, else (or when `fresh`)
@@ -1528,6 +2018,7 @@ class RemoteBigtable final : public Bigtable {
 
   // Drops what the cache knows of `table`.
   void Forget(std::string_view table) {
+    cache_.ChangedTable(table);
     MutexLock l(&mu_);
     auto it = schemas_.find(table);
     if (it != schemas_.end()) schemas_.erase(it);
@@ -1537,8 +2028,9 @@ class RemoteBigtable final : public Bigtable {
                         admin::ModifyColumnFamiliesRequest* req) {
     req->set_name(client_.TableName(table));
     admin::Table resp;
-    grpc::Status s = client_.Call(
-        false, "name=" + UrlEncode(req->name()), [&](grpc::ClientContext* ctx) {
+    grpc::Status s = client_.Unary(
+        Rpc::kModifyColumnFamilies, *req, &resp, false,
+        "name=" + UrlEncode(req->name()), [&](grpc::ClientContext* ctx) {
           return client_.admin()->ModifyColumnFamilies(ctx, *req, &resp);
         });
     Forget(table);
@@ -1606,11 +2098,13 @@ class RemoteBigtable final : public Bigtable {
         AddMutations(m, e.ts, width, entry->mutable_mutations()).IgnoreError();
       }
       std::vector<std::optional<grpc::Status>> told(todo.size());
-      grpc::Status s = client_.Call(
-          false, client_.DataParams(table), [&](grpc::ClientContext* ctx) {
+      grpc::Status s = client_.Send(
+          Rpc::kMutateRows, req, false, client_.DataParams(table),
+          [&](grpc::ClientContext* ctx, RpcRecord* record) {
             auto reader = client_.data()->MutateRows(ctx, req);
             v2::MutateRowsResponse r;
             while (reader->Read(&r)) {
+              record->Received(r.ByteSizeLong());
               for (const auto& e : r.entries()) {
                 if (e.index() < 0 ||
                     static_cast<size_t>(e.index()) >= told.size()) {
@@ -1675,10 +2169,12 @@ class RemoteBigtable final : public Bigtable {
     *req.add_rules() = *rule;
     v2::ReadModifyWriteRowResponse resp;
     // Not idempotent: a repeat would append or add twice.
-    grpc::Status s = client_.Call(
-        false, client_.DataParams(table), [&](grpc::ClientContext* ctx) {
+    grpc::Status s = client_.Unary(
+        Rpc::kReadModifyWriteRow, req, &resp, false, client_.DataParams(table),
+        [&](grpc::ClientContext* ctx) {
           return client_.data()->ReadModifyWriteRow(ctx, req, &resp);
         });
+    cache_.WroteRow(table, row);
     if (!s.ok()) return FromGrpc(s, "ReadModifyWriteRow");
     for (const v2::Family& f : resp.row().families()) {
       if (f.name() != family) continue;
@@ -1701,7 +2197,7 @@ class RemoteBigtable final : public Bigtable {
     req.mutable_rows()->add_row_keys(std::string(row));
     if (filter.has_value()) *req.mutable_filter() = *filter;
     for (int attempt = 0;; attempt++) {
-      ReadRowsCall call(&client_, table, req);
+      ReadRowsCall call(&client_, table, req, attempt > 0);
       RowAssembler assembler;
       Row out;
       out.key = std::string(row);
@@ -1739,6 +2235,7 @@ class RemoteBigtable final : public Bigtable {
   };
 
   Client client_;
+  ReadCache cache_;
   // Set once a server refused a range finer than a millisecond.
   std::atomic<bool> millisecond_ranges_{false};
   Mutex mu_;

@@ -31,7 +31,12 @@
 //                               kNotExists is kExists with the branches
 //                               swapped. Both branches empty: ReadRows.
 //   ReadRow, ReadCell           ReadRows of one key
-//   NewScanner                  ReadRows of a row range, streamed
+//   NewScanner                  ReadRows of a row range, streamed (one
+//                               RPC per scan, resumed only after
+//                               UNAVAILABLE or a Seek out of the rows
+//                               it buffers); ScanContent kNoValues adds
+//                               strip_value_transformer, kRows also
+//                               cells_per_row_limit_filter 1
 //   ListTablets                 SampleRowKeys
 // Reads turn ReadOptions into a RowFilter: families and columns into an
 // interleave of exact family filters and chains of exact family and
@@ -125,10 +130,27 @@
 //   - A Scanner holds its current row whole and the response it came in,
 //     and keeps its ReadRows stream open until destroyed or moved past the
 //     end (the daemon keeps a thread on it meanwhile).
+//   - Read cache (RemoteOptions::read_cache_ttl, schema_cache_ttl; off by
+//     default, a mount's daemon turns it on): answers of the server read
+//     again within the TTL. Kept: the newest version of a cell (or that
+//     it has none) from ReadCell with max_versions 1 and no `at`, and
+//     every cell of such a ReadRow or a kCells scan; a table's families.
+//     Never a read of more versions or of the past. Every write through
+//     this client drops the row it writes (a schema change: the table)
+//     and moves an epoch on, so that a read in flight across it stores
+//     nothing: this client reads its own writes. Values above 1 MiB are
+//     not kept; at 32 MiB the expired entries go, then all.
+//
+// Statistics (StatsText, the mount's `.tabletfs/stats`; README "Round
+// trips and .tabletfs/stats"): per RPC, attempts, retries, errors by gRPC
+// code, streams this client cancelled, responses, message bytes each way,
+// and latency until the first response (mean, p50, p99, max from a
+// histogram of four buckets per power of two); reads answered by the read
+// cache. Counted in the client, sent nowhere.
 //
 // Thread safety: as the interface says; every method from any thread
-// (gRPC stubs are thread-safe; the timestamp and the schema cache sit
-// behind a mutex). Scanners are used by one thread at a time.
+// (gRPC stubs are thread-safe; the timestamp, the schema cache, the read
+// cache and the statistics sit behind mutexes). Scanners are used by one thread at a time.
 #ifndef TABLETFS_API_REMOTE_BIGTABLE_H_
 #define TABLETFS_API_REMOTE_BIGTABLE_H_
 
@@ -158,6 +180,19 @@ struct RemoteOptions {
   std::string app_profile;
   // The deadline of each RPC; for a scan, of each response.
   std::chrono::milliseconds rpc_timeout{10000};
+  // How long an answer of the server may answer the same read again (the
+  // newest version of a cell, a table's families): 0, the default, keeps
+  // nothing. A mount sets it short (mount/daemon: 100 ms, at most its
+  // attribute timeout), so that the LOOKUP, GETATTR and OPEN of one `cat`,
+  // or the OPENs of the cells a listing just read, send one RPC, while a
+  // write from elsewhere is seen as soon as the kernel's cache and this
+  // one expired. Writes through this client are read back at once.
+  std::chrono::milliseconds read_cache_ttl{0};
+  // The same for a table's families (GetFamily, ListFamilies, which a
+  // mount asks at every stat of a family directory or cell), whose changes
+  // are rare: a mount keeps them as long as the kernel keeps attributes
+  // (at most 1 s). Schema changes through this client are seen at once.
+  std::chrono::milliseconds schema_cache_ttl{0};
 };
 
 // A store over `options.endpoint`. Connects lazily: gRPC channels connect

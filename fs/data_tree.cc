@@ -169,6 +169,7 @@ FsError DataTreeArea::DirTimesOf(const Node& n, DirTimes* out) {
   ScanOptions so;
   so.read.at = Filesystem::ReadAt(n);
   so.read.max_versions = 1;
+  so.content = ScanContent::kNoValues;  // times and names only
   if (n.kind == NodeKind::kTable) {
     // Bounded: the table's first rows (ScanTableTimes).
     auto scanner = db_->NewScanner(n.table, so);

@@ -198,6 +198,7 @@ FsError DirHandle::LoadNames() {
           ScanOptions so;
           so.read = ViewReadOptions();
           so.read.max_versions = 1;
+          so.content = ScanContent::kNoValues;
           auto scanner = db_->NewScanner(t, so);
           if (scanner.status().IsNotFound()) continue;  // dropped meanwhile
           if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
@@ -245,6 +246,7 @@ FsError DirHandle::LoadNames() {
       ScanOptions so;
       so.read = ViewReadOptions();
       so.read.max_versions = 1;
+      so.content = ScanContent::kNoValues;
       so.start_row = dir_.row;
       so.end_row = RowEnd(dir_.row);
       auto scanner = db_->NewScanner(dir_.table, so);
@@ -393,6 +395,8 @@ FsError DirHandle::NextRowEntry(std::optional<DirEntry>* out) {
     ScanOptions so;
     so.read = ViewReadOptions();
     so.read.max_versions = 1;
+    // Row names and times: one streamed read without values.
+    so.content = ScanContent::kNoValues;
     auto scanner = db_->NewScanner(dir_.table, so);
     if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
     scanner_ = std::move(scanner).value();

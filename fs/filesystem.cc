@@ -188,6 +188,7 @@ FsError Filesystem::ResolveHashedRow(const Node& parent,
                                      std::string* row) {
   ScanOptions so;
   so.prefix = parsed.key;
+  so.content = ScanContent::kRows;
   auto scanner = db_->NewScanner(parent.table, so);
   if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
   for ((*scanner)->SeekToFirst(); (*scanner)->Valid(); (*scanner)->NextRow()) {
@@ -327,6 +328,7 @@ FsError Filesystem::RowHasCells(const Node& n, bool* has) {
   so.read.at = ReadAt(n);
   so.start_row = n.row;
   so.end_row = RowEnd(n.row);
+  so.content = ScanContent::kRows;
   auto scanner = db_->NewScanner(n.table, so);
   if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
   (*scanner)->SeekToFirst();
@@ -343,6 +345,7 @@ FsError Filesystem::FamilyHasCells(const Node& n, bool* has) {
   so.start_row = n.row;
   so.end_row = RowEnd(n.row);
   so.read.families = {n.family};
+  so.content = ScanContent::kRows;
   auto scanner = db_->NewScanner(n.table, so);
   if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
   (*scanner)->Seek(n.row, n.family);

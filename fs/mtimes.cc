@@ -61,6 +61,7 @@ bool Mtimes::MayHave(const std::string& table) {
   }
   ScanOptions so;
   PutLengthPrefixed(&so.prefix, table);
+  so.content = ScanContent::kRows;
   bool has = true;  // when the scan fails, look records up
   auto scanner = db_->NewScanner(kTable, so);
   if (!scanner.ok()) {

@@ -111,6 +111,7 @@ class OriginBigtable final : public Bigtable {
   int64_t TimestampGranularityMicros() const override {
     return store_->TimestampGranularityMicros();
   }
+  std::string StatsText() override { return store_->StatsText(); }
   Status Sync() override { return store_->Sync(); }
   Status StickyError() override { return store_->StickyError(); }
 

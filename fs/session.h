@@ -51,9 +51,6 @@ struct SessionOptions {
   // Below this much free space in the data directory, write() fails with
   // ENOSPC: the store's reserve in force (DbStats::space_reserve_bytes).
   uint64_t space_reserve_bytes = 64u << 20;
-  // The text of `.tabletfs/stats`, from whoever opened the store (the
-  // daemon: the engine's DbStats). Empty: the file is empty.
-  StatsTextFn stats_text;
 };
 
 class Session {

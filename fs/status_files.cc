@@ -58,10 +58,10 @@ Result<std::string> TabletsText(Bigtable& db,
   return out;
 }
 
-FsError StatusFileText(Bigtable& db, const StatsTextFn& stats,
-                       std::string_view name, std::string* out) {
+FsError StatusFileText(Bigtable& db, std::string_view name,
+                       std::string* out) {
   if (name == kStatsFileName) {
-    *out = stats ? stats() : std::string();
+    *out = db.StatsText();
     return FsError::Ok();
   }
   if (name == kTabletsFileName) {

@@ -2,8 +2,9 @@
 // namespace"): their text (their names are in fs/path_map.h). `tabletctl
 // tablets` prints the same lines as `.tabletfs/tablets`.
 //
-//   stats    "key value" lines, DbStats::ToString (store/stats.h), given by
-//            whoever opened the store (fs/ knows only store/bigtable.h)
+//   stats    "key value" lines, Bigtable::StatsText: what the store says of
+//            itself (the engine: DbStats, store/stats.h; a remote store: its
+//            RPCs), whichever implementation it is
 //   tablets  one line per tablet of every table, tables by name, each
 //            table's tablets in row order, fields separated by one TAB:
 //
@@ -27,7 +28,6 @@
 #ifndef TABLETFS_FS_STATUS_FILES_H_
 #define TABLETFS_FS_STATUS_FILES_H_
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,14 +53,9 @@ std::string FormatTablets(std::string_view table,
 Result<std::string> TabletsText(Bigtable& db,
                                 const std::optional<std::string>& table);
 
-// The text of `.tabletfs/stats` (SessionOptions::stats_text).
-using StatsTextFn = std::function<std::string()>;
-
-// The current text of `.tabletfs/NAME`: `stats` from `stats` (empty when it
-// is empty). ENOENT for a name that is not a status file; the store's
-// errors mapped (fs/errors.h).
-FsError StatusFileText(Bigtable& db, const StatsTextFn& stats,
-                       std::string_view name, std::string* out);
+// The current text of `.tabletfs/NAME`. ENOENT for a name that is not a
+// status file; the store's errors mapped (fs/errors.h).
+FsError StatusFileText(Bigtable& db, std::string_view name, std::string* out);
 
 }  // namespace tabletfs::fs
 

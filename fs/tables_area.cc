@@ -207,7 +207,9 @@ FsError TablesArea::Rmdir(const Node& n) {
         e = FsError::Of(ENOTEMPTY, n.DebugPath() + " has rows");
         break;
       }
-      auto scanner = db_->NewScanner(n.table, ScanOptions());
+      ScanOptions so;
+      so.content = ScanContent::kRows;  // is there any row
+      auto scanner = db_->NewScanner(n.table, so);
       if (!scanner.ok()) {
         e = FsErrorFromStatus(scanner.status());
         break;

@@ -307,6 +307,21 @@ class Bigtable {
   // T and up for "above", so the same T always names the same version.
   virtual int64_t TimestampGranularityMicros() const { return 1; }
 
+  // ---- Introspection. ----
+
+  // What the store tells operators about its own work, for the mount's
+  // `.tabletfs/stats`: "key value" lines, each ending in '\n', keys
+  // without spaces. Every implementation but the engine begins with
+  // "store KIND" (memory, remote); the engine's text is DbStats::ToString
+  // (store/stats.h), whose first lines scripts read as numbers. Each
+  // reports what it has: the engine its DbStats, the reference
+  // implementation its tables and bytes, the remote client its RPCs
+  // (counts, latencies, bytes and errors per method,
+  // api/remote_bigtable.h). Cheap enough for every stat of the file: it
+  // reads counters and never the data (a remote store sends no RPC for
+  // it). Any thread.
+  virtual std::string StatsText() = 0;
+
   // ---- Durability and health. ----
 
   // Makes every write acknowledged so far durable (survives power loss).

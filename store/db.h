@@ -52,6 +52,8 @@ class DB : public Bigtable {
   // Verifies every checksum of every live file; the first damage found.
   virtual Status Verify() = 0;
   virtual DbStats GetStats() = 0;
+  // GetStats() as text (DbStats::ToString).
+  std::string StatsText() override { return GetStats().ToString(); }
   // The sticky background error (OK when none): the engine's name for
   // StickyError().
   Status BackgroundError() { return StickyError(); }

@@ -115,6 +115,26 @@ struct ReadOptions {
   const Snapshot *snapshot = nullptr;
 };
 
+// What a scan's caller reads of each row (ScanOptions::content): a promise
+// that lets a store send less. A store may ignore it and give everything
+// (the engine and the reference implementation read values only when
+// asked anyway); a remote store (api/remote_bigtable.h) sends only what
+// is promised, as Bigtable's strip-value and cells-per-row filters.
+// Persisted nowhere.
+enum class ScanContent {
+  // Every cell the read options select, with its value.
+  kCells,
+  // The same cells, without values: the caller reads no value() and no
+  // value_size() (they may be empty and 0). Names and timestamps, for
+  // listings and directory times.
+  kNoValues,
+  // Which rows hold a cell the read options select: the caller reads only
+  // row() (and, with ReadOptions::families of one family, family()) of
+  // the first cell of each row, and moves with NextRow() or a Seek to
+  // another row. Each row may come with only one cell, without a value.
+  kRows,
+};
+
 struct ScanOptions {
   ReadOptions read;
   // Rows in [start_row, end_row); empty end_row: to the end of the table.
@@ -122,6 +142,8 @@ struct ScanOptions {
   std::string end_row;
   // Only rows beginning with prefix (combined with the range).
   std::string prefix;
+  // What the caller reads (above).
+  ScanContent content = ScanContent::kCells;
 };
 
 }  // namespace tabletfs

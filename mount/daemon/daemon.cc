@@ -79,7 +79,6 @@ struct OpenedStore {
   std::unique_ptr<Bigtable> store;
   size_t max_value_bytes = 0;
   uint64_t space_reserve_bytes = 0;
-  fs::StatsTextFn stats_text;
 };
 
 // Opens (or creates) the engine in `datadir`, on `env` (nullptr: the
@@ -108,30 +107,8 @@ Status OpenEngine(const DaemonArgs& args, const std::string& datadir,
   out->max_value_bytes = options.max_value_bytes;
   // The reserve the store resolved (scaled with the disk when not set).
   out->space_reserve_bytes = engine->GetStats().space_reserve_bytes;
-  out->stats_text = [engine] { return engine->GetStats().ToString(); };
   out->store = std::move(db).value();
   return Status::OK();
-}
-
-// The text of `.tabletfs/stats` for store=memory and a remote store:
-// "key value" lines as the engine's, of what the data-model interface can
-// tell.
-std::string InterfaceStatsText(Bigtable& db, const std::string& kind) {
-  uint64_t tables = 0, tablets = 0, bytes = 0;
-  Result<std::vector<std::string>> names = db.ListTables();
-  if (names.ok()) {
-    for (const std::string& table : *names) {
-      Result<std::vector<TabletInfo>> list = db.ListTablets(table);
-      if (!list.ok()) continue;  // dropped meanwhile
-      tables++;
-      for (const TabletInfo& t : *list) {
-        tablets++;
-        bytes += t.bytes;
-      }
-    }
-  }
-  return "store " + kind + "\ntables " + std::to_string(tables) + "\ntablets " +
-         std::to_string(tablets) + "\nbytes " + std::to_string(bytes) + "\n";
 }
 
 // The reference implementation, in memory; `datadir` is only made to exist
@@ -147,9 +124,6 @@ Status OpenMemory(const DaemonArgs& args, const std::string& datadir,
   out->max_value_bytes = options.max_value_bytes;
   // Nothing is written to the disk, so no free space is kept for it.
   out->space_reserve_bytes = 0;
-  out->stats_text = [db = out->store.get()] {
-    return InterfaceStatsText(*db, "memory");
-  };
   return Status::OK();
 }
 
@@ -171,6 +145,14 @@ Status OpenRemote(const DaemonArgs& args, OpenedStore* out) {
   // At least 1 ms: ParseArgs accepts any positive number of seconds.
   options.rpc_timeout = std::chrono::milliseconds(
       std::max<int64_t>(1, static_cast<int64_t>(args.rpc_timeout * 1000)));
+  // Long enough for the requests of one operation (a LOOKUP and the OPEN
+  // after it, the OPENs of a listing's cells), short beside the kernel's
+  // own caches: none when they are off.
+  options.read_cache_ttl = std::chrono::milliseconds(static_cast<int64_t>(
+      std::min({0.1, args.attr_timeout, args.entry_timeout}) * 1000));
+  // Families change rarely: as long as the kernel keeps attributes.
+  options.schema_cache_ttl = std::chrono::milliseconds(static_cast<int64_t>(
+      std::min({1.0, args.attr_timeout, args.entry_timeout}) * 1000));
   const char* emulator = std::getenv("BIGTABLE_EMULATOR_HOST");
   std::string how;
   if (!args.endpoint.empty()) {
@@ -193,9 +175,6 @@ Status OpenRemote(const DaemonArgs& args, OpenedStore* out) {
   out->max_value_bytes =
       args.max_value_bytes ? *args.max_value_bytes : Options().max_value_bytes;
   out->space_reserve_bytes = 0;  // no local disk to keep free
-  out->stats_text = [db = out->store.get()] {
-    return InterfaceStatsText(*db, "remote");
-  };
   fs::Log(LogLevel::kInfo,
           RemoteSource(args) + " at " + how + ", rpc_timeout " +
               std::to_string(options.rpc_timeout.count()) + " ms" +
@@ -292,7 +271,6 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
   so.max_value_bytes = opened.max_value_bytes;
   so.space_reserve_bytes = opened.space_reserve_bytes;
   so.auto_families = args.auto_families;
-  so.stats_text = std::move(opened.stats_text);
   std::unique_ptr<fs::Session> session;
   fs::FsError e = fs::Session::Create(db.get(), so, &session);
   // The API before the mount, so that a refused address fails the mount

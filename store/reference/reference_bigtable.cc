@@ -509,6 +509,24 @@ class ReferenceBigtable final : public Bigtable {
     return std::vector<TabletInfo>{one};
   }
 
+  // Its tables, their one tablet each, and the bytes ListTablets counts.
+  std::string StatsText() override {
+    std::vector<std::string> names;
+    {
+      MutexLock l(&mu_);
+      for (const auto& [name, t] : tables_) names.push_back(name);
+    }
+    uint64_t tables = 0, bytes = 0;
+    for (const std::string& name : names) {
+      Result<std::vector<TabletInfo>> tablets = ListTablets(name);
+      if (!tablets.ok()) continue;  // dropped meanwhile
+      tables++;
+      for (const TabletInfo& t : *tablets) bytes += t.bytes;
+    }
+    return "store memory\ntables " + std::to_string(tables) + "\ntablets " +
+           std::to_string(tables) + "\nbytes " + std::to_string(bytes) + "\n";
+  }
+
   // ---- Change events, durability ----
 
   Result<std::unique_ptr<ChangeSubscription>> Subscribe(

@@ -964,6 +964,150 @@ TEST_F(RemoteBigtableTest, UnsupportedCallsAndUnknownTables) {
             Code::kBusy);
 }
 
+// The value of "KEY N" in StatsText (0 when absent).
+uint64_t StatOf(Bigtable& db, const std::string& key) {
+  const std::string text = db.StatsText();
+  const std::string needle = "\n" + key + " ";
+  const size_t at = text.find(needle);
+  if (at == std::string::npos) return 0;
+  return std::stoull(text.substr(at + needle.size()));
+}
+
+TEST_F(RemoteBigtableTest, StatsCountEachRpcWithBytesLatencyAndErrors) {
+  EXPECT_EQ(remote_->StatsText().rfind("store remote\nendpoint unix:", 0), 0u)
+      << remote_->StatsText();
+  const uint64_t rpcs = StatOf(*remote_, "rpcs");
+  ASSERT_TRUE(Put("r", "f", "q", 1000, "value").ok());
+  ASSERT_TRUE(remote_->ReadRow("t", "r", ReadOptions()).ok());
+  EXPECT_EQ(remote_->GetTable("nope").status().code(), Code::kNotFound);
+  const std::string text = remote_->StatsText();
+  // GetTable (Apply checks the families, changed since the client last
+  // asked), MutateRow, ReadRows, GetTable.
+  EXPECT_EQ(StatOf(*remote_, "rpcs"), rpcs + 4) << text;
+  EXPECT_EQ(StatOf(*remote_, "GetTable_rpcs") +
+                StatOf(*remote_, "MutateRow_rpcs") +
+                StatOf(*remote_, "ReadRows_rpcs") +
+                StatOf(*remote_, "CreateTable_rpcs") +
+                StatOf(*remote_, "ModifyColumnFamilies_rpcs"),
+            StatOf(*remote_, "rpcs"))
+      << text;
+  EXPECT_EQ(StatOf(*remote_, "MutateRow_rpcs"), 1u) << text;
+  EXPECT_GT(StatOf(*remote_, "MutateRow_bytes_sent"), 5u) << text;
+  EXPECT_GT(StatOf(*remote_, "ReadRows_bytes_received"), 5u) << text;
+  EXPECT_GT(StatOf(*remote_, "ReadRows_latency_max_us"), 0u) << text;
+  EXPECT_GE(StatOf(*remote_, "ReadRows_latency_p99_us"),
+            StatOf(*remote_, "ReadRows_latency_p50_us"))
+      << text;
+  EXPECT_EQ(StatOf(*remote_, "GetTable_errors_NOT_FOUND"), 1u) << text;
+  EXPECT_EQ(StatOf(*remote_, "errors_NOT_FOUND"), 1u) << text;
+  EXPECT_EQ(StatOf(*remote_, "rpc_errors"), 1u) << text;
+  EXPECT_EQ(StatOf(*remote_, "cache_hits"), 0u) << "no cache by default";
+}
+
+// RemoteOptions::read_cache_ttl: reads of the newest versions answered
+// again within the TTL, own writes read back at once, others' once it has
+// passed; reads of the past or of every version always ask.
+TEST_F(RemoteBigtableTest, ReadCacheKeepsNewestVersionsForItsTtl) {
+  RemoteOptions o = OptionsFor("unix:" + dir_ + "/bigtable.sock");
+  o.read_cache_ttl = std::chrono::milliseconds(1000);
+  o.schema_cache_ttl = std::chrono::milliseconds(1000);
+  auto cached = ConnectBigtable(o);
+  ASSERT_TRUE(cached.ok()) << cached.status().ToString();
+  Bigtable& c = **cached;
+  ASSERT_TRUE(Put("r", "f", "q", 1000, "one").ok());
+  ASSERT_TRUE(Put("s", "f", "q", 1000, "s1").ok());
+  auto newest = [&](const std::string& row) -> std::string {
+    auto cells = c.ReadCell("t", row, "f", "q", ReadOptions());
+    if (!cells.ok()) return cells.status().ToString();
+    return cells->empty() ? "none" : (*cells)[0].value;
+  };
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(newest("r"), "one");
+  EXPECT_EQ(newest("n"), "none");
+  ASSERT_TRUE(c.ListFamilies("t").ok());
+  // A scan of newest versions with values fills the cache too.
+  ScanOptions so;
+  so.start_row = "s";
+  EXPECT_EQ(ScanAll(c, "t", so).size(), 2u);
+  const uint64_t rpcs = StatOf(c, "rpcs");
+  // Written by another client: the cached answers stand within the TTL.
+  ASSERT_TRUE(Put("r", "f", "q", 2000, "two").ok());
+  ASSERT_TRUE(Put("n", "f", "q", 2000, "new").ok());
+  ASSERT_TRUE(Put("s", "f", "q", 2000, "s2").ok());
+  ASSERT_TRUE(remote_->CreateFamily("t", "h", FamilySettings()).ok());
+  if (std::chrono::steady_clock::now() - start <
+      std::chrono::milliseconds(900)) {
+    EXPECT_EQ(newest("r"), "one");
+    EXPECT_EQ(newest("n"), "none");
+    EXPECT_EQ(newest("s"), "s1");
+    EXPECT_EQ(c.ListFamilies("t")->size(), 2u);
+    EXPECT_EQ(StatOf(c, "rpcs"), rpcs) << c.StatsText();
+    EXPECT_GE(StatOf(c, "cache_hits"), 4u) << c.StatsText();
+  }
+  // Reads of versions and of the past ask the server.
+  ReadOptions all;
+  all.max_versions = 0;
+  auto versions = c.ReadCell("t", "r", "f", "q", all);
+  ASSERT_TRUE(versions.ok());
+  EXPECT_EQ(versions->size(), 2u);
+  ReadOptions at;
+  at.at = 2000;
+  EXPECT_EQ(c.ReadCell("t", "s", "f", "q", at)->at(0).value, "s2");
+  // Its own write of a row: read back at once (the row's entries went).
+  RowMutation m("r");
+  m.SetCell("f", "q", 3000, "three");
+  ASSERT_TRUE(c.Apply("t", m, WriteOptions()).ok());
+  EXPECT_EQ(newest("r"), "three");
+  // Its own schema change: the table's families are asked again.
+  ASSERT_TRUE(c.CreateFamily("t", "k", FamilySettings()).ok());
+  EXPECT_EQ(c.ListFamilies("t")->size(), 4u);
+  // Past the TTL every answer is the server's.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1050));
+  EXPECT_EQ(newest("n"), "new");
+  EXPECT_EQ(newest("s"), "s2");
+}
+
+// ScanOptions::content: without values the scan walks the same cells, with
+// empty values; kRows gives every row (one cell each at least).
+TEST_F(RemoteBigtableTest, ScansSendOnlyTheContentAsked) {
+  for (int i = 0; i < 5; i++) {
+    ASSERT_TRUE(Put(Numbered("r", i), "f", "a", 1000, "va").ok());
+    ASSERT_TRUE(Put(Numbered("r", i), "g", "b", 1000 + i, "vb").ok());
+  }
+  auto walk = [&](ScanContent content) {
+    ScanOptions so;
+    so.content = content;
+    auto s = remote_->NewScanner("t", so);
+    EXPECT_TRUE(s.ok());
+    std::vector<std::string> out;
+    for (; (*s)->Valid(); (*s)->Next()) {
+      out.push_back(std::string((*s)->row()) + "/" +
+                    std::string((*s)->family()) + ":" +
+                    std::string((*s)->qualifier()) + "@" +
+                    std::to_string((*s)->timestamp()));
+      if (content != ScanContent::kCells) {
+        EXPECT_EQ((*s)->value_size(), 0u);
+      }
+    }
+    EXPECT_TRUE((*s)->status().ok());
+    return out;
+  };
+  const uint64_t before = StatOf(*remote_, "ReadRows_bytes_received");
+  std::vector<std::string> cells = walk(ScanContent::kCells);
+  const uint64_t with_values =
+      StatOf(*remote_, "ReadRows_bytes_received") - before;
+  EXPECT_EQ(cells.size(), 10u);
+  EXPECT_EQ(walk(ScanContent::kNoValues), cells);
+  const uint64_t without =
+      StatOf(*remote_, "ReadRows_bytes_received") - before - with_values;
+  EXPECT_LT(without, with_values);
+  std::vector<std::string> rows = walk(ScanContent::kRows);
+  ASSERT_EQ(rows.size(), 5u);
+  for (int i = 0; i < 5; i++) {
+    EXPECT_EQ(rows[i].substr(0, 3), Numbered("r", i) + "/");
+  }
+}
+
 // ---------------------------------------------------------------------------
 // A scripted server: ReadRows and SampleRowKeys answer what the test says.
 // ---------------------------------------------------------------------------

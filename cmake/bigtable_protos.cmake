@@ -155,9 +155,15 @@ endforeach()
 
 add_library(tabletfs_bigtable_proto STATIC ${_gen_sources})
 # Generated code: not ours to keep free of warnings, nor to step through
-# in a debugger. Without debug information its 80,000 lines build in about
-# half the time in the sanitizer builds (the suite's longest part).
+# in a debugger, nor to instrument: the protobuf and gRPC libraries it
+# calls into are Debian's, uninstrumented, and sanitizers allow mixing.
+# Without debug information and instrumentation its 65,000 lines build
+# about 3x faster in the sanitizer builds (the suite's longest part: the
+# admin API's file takes 23 s with ASan+UBSan, 7 s without).
 target_compile_options(tabletfs_bigtable_proto PRIVATE -w -g0)
+if(TABLETFS_SANITIZE)
+  target_compile_options(tabletfs_bigtable_proto PRIVATE -fno-sanitize=all)
+endif()
 target_include_directories(tabletfs_bigtable_proto SYSTEM PUBLIC ${_gen_dir})
 target_link_libraries(tabletfs_bigtable_proto PUBLIC tabletfs::grpcpp
                       tabletfs::protobuf)

@@ -355,6 +355,28 @@ void AddVersionFilters(const ReadOptions& options,
   }
 }
 
+// Values up to this many bytes come along with a cell read into the read
+// cache (WithSmallPeers): the largest count one regex repetition may have
+// (RE2's and Go's limit, 1000).
+constexpr int kPeerValueBytes = 1000;
+
+// `cell`, or with it the newest version of every other cell of the row
+// whose value is at most kPeerValueBytes: the read of one cell brings its
+// small neighbours into the read cache, so that the OPENs of the other
+// cells of a row (cat, grep over a directory) cost no RPC. A cell may come
+// twice (both branches); the reader drops the repeat.
+v2::RowFilter WithSmallPeers(const v2::RowFilter& cell) {
+  v2::RowFilter peers;
+  auto* chain = peers.mutable_chain();
+  chain->add_filters()->set_cells_per_column_limit_filter(1);
+  chain->add_filters()->set_value_regex_filter(
+      "(?s).{0," + std::to_string(kPeerValueBytes) + "}");
+  v2::RowFilter both;
+  *both.mutable_interleave()->add_filters() = cell;
+  *both.mutable_interleave()->add_filters() = std::move(peers);
+  return both;
+}
+
 // Whether a read asks for the newest version of each cell now: what the
 // read cache (ReadCache) holds and answers. (A snapshot of this client
 // reads the latest state too.)
@@ -1047,6 +1069,59 @@ class ReadCache {
     }
   }
 
+  // A scan of one row (ScanOptions of `content` over `families`, sorted,
+  // none: all), answered by a scan of it that read at least as much: as
+  // many families, and values if asked. nullopt when not cached.
+  std::optional<Row> FindRowScan(std::string_view table, std::string_view row,
+                                 ScanContent content,
+                                 const std::vector<std::string>& families) {
+    MutexLock l(&mu_);
+    auto it =
+        row_scans_.find(std::make_pair(std::string(table), std::string(row)));
+    if (it == row_scans_.end()) return std::nullopt;
+    for (const RowScan& e : it->second) {
+      if (Expired(e.time) || !Covers(e.content, content)) continue;
+      if (!e.families.empty() &&
+          (families.empty() ||
+           !std::includes(e.families.begin(), e.families.end(),
+                          families.begin(), families.end()))) {
+        continue;
+      }
+      Row out;
+      out.key = e.row.key;
+      for (const Cell& c : e.row.cells) {
+        if (families.empty() ||
+            std::binary_search(families.begin(), families.end(), c.family)) {
+          out.cells.push_back(c);
+        }
+      }
+      return out;
+    }
+    return std::nullopt;
+  }
+
+  void PutRowScan(uint64_t epoch, std::string_view table, ScanContent content,
+                  std::vector<std::string> families, const Row& row) {
+    if (!enabled()) return;
+    size_t bytes = 0;
+    for (const Cell& c : row.cells) bytes += c.value.size();
+    if (bytes > kMaxValue) return;
+    MutexLock l(&mu_);
+    if (epoch != this->epoch()) return;
+    if (row_scans_.size() >= kMaxRowScans) {
+      for (auto i = row_scans_.begin(); i != row_scans_.end();) {
+        std::erase_if(i->second,
+                      [&](const RowScan& e) { return Expired(e.time); });
+        i = i->second.empty() ? row_scans_.erase(i) : std::next(i);
+      }
+      if (row_scans_.size() >= kMaxRowScans) row_scans_.clear();
+    }
+    std::vector<RowScan>& v =
+        row_scans_[std::make_pair(std::string(table), row.key)];
+    if (v.size() >= 4) v.erase(v.begin());  // the oldest
+    v.push_back(RowScan{content, std::move(families), row, Now()});
+  }
+
   std::optional<std::vector<FamilyInfo>> FindFamilies(std::string_view table) {
     MutexLock l(&mu_);
     auto it = families_.find(table);
@@ -1074,6 +1149,7 @@ class ReadCache {
       bytes_ -= Bytes(it->first, it->second.cell);
       it = cells_.erase(it);
     }
+    row_scans_.erase(std::make_pair(std::string(table), std::string(row)));
   }
 
   // The table's schema or existence changes (or its rows, all of them).
@@ -1086,6 +1162,11 @@ class ReadCache {
     while (it != cells_.end() && std::get<0>(it->first) == table) {
       bytes_ -= Bytes(it->first, it->second.cell);
       it = cells_.erase(it);
+    }
+    auto r = row_scans_.lower_bound(
+        std::make_pair(std::string(table), std::string()));
+    while (r != row_scans_.end() && r->first.first == table) {
+      r = row_scans_.erase(r);
     }
   }
 
@@ -1100,6 +1181,21 @@ class ReadCache {
     std::vector<FamilyInfo> families;
     std::chrono::steady_clock::time_point time;
   };
+  struct RowScan {
+    ScanContent content;
+    std::vector<std::string> families;  // sorted; empty: all
+    Row row;
+    std::chrono::steady_clock::time_point time;
+  };
+  // Rows whose scans are kept, at most.
+  static constexpr size_t kMaxRowScans = 4096;
+
+  // Whether what a scan of `had` read answers one that asks `want`.
+  static bool Covers(ScanContent had, ScanContent want) {
+    if (had == ScanContent::kCells) return true;
+    if (had == ScanContent::kNoValues) return want != ScanContent::kCells;
+    return want == ScanContent::kRows;
+  }
   // Values above this are read again rather than kept.
   static constexpr size_t kMaxValue = 1 << 20;
   // Past this, expired entries go, and when that is not enough, all.
@@ -1150,6 +1246,64 @@ class ReadCache {
   std::map<CellKey, CachedCell> cells_ GUARDED_BY(mu_);
   size_t bytes_ GUARDED_BY(mu_) = 0;
   std::map<std::string, CachedFamilies, std::less<>> families_ GUARDED_BY(mu_);
+  std::map<std::pair<std::string, std::string>, std::vector<RowScan>> row_scans_
+      GUARDED_BY(mu_);
+};
+
+// A scan of one row held in memory (a row scan the read cache answered or
+// kept), positioned as RemoteScanner is.
+class RowScanner final : public Scanner {
+ public:
+  explicit RowScanner(Row row) : row_(std::move(row)) {}
+
+  void Seek(std::string_view row, std::string_view family,
+            std::string_view qualifier) override {
+    pos_ = 0;
+    if (row > std::string_view(row_.key)) {
+      pos_ = row_.cells.size();
+    } else if (row == std::string_view(row_.key) && !family.empty()) {
+      // As RemoteScanner: a family the row lacks positions at its start.
+      size_t i = 0;
+      while (i < row_.cells.size() && row_.cells[i].family != family) i++;
+      if (i == row_.cells.size()) return;
+      while (i < row_.cells.size() && row_.cells[i].family == family &&
+             row_.cells[i].qualifier < qualifier) {
+        i++;
+      }
+      pos_ = i;
+    }
+  }
+  void SeekToFirst() override { pos_ = 0; }
+  bool Valid() const override { return pos_ < row_.cells.size(); }
+  void Next() override { pos_++; }
+  void NextColumn() override {
+    const Cell& c = row_.cells[pos_];
+    const std::string family = c.family, qualifier = c.qualifier;
+    while (Valid() && row_.cells[pos_].family == family &&
+           row_.cells[pos_].qualifier == qualifier) {
+      pos_++;
+    }
+  }
+  void NextFamily() override {
+    const std::string family = row_.cells[pos_].family;
+    while (Valid() && row_.cells[pos_].family == family) pos_++;
+  }
+  void NextRow() override { pos_ = row_.cells.size(); }
+  std::string_view row() const override { return row_.key; }
+  std::string_view family() const override { return row_.cells[pos_].family; }
+  std::string_view qualifier() const override {
+    return row_.cells[pos_].qualifier;
+  }
+  int64_t timestamp() const override { return row_.cells[pos_].timestamp; }
+  uint64_t value_size() const override { return row_.cells[pos_].value.size(); }
+  Result<std::string_view> value() override {
+    return std::string_view(row_.cells[pos_].value);
+  }
+  Status status() const override { return Status::OK(); }
+
+ private:
+  const Row row_;
+  size_t pos_ = 0;
 };
 
 // Streams ReadRows over [start, end), holding one row (and the response
@@ -1743,16 +1897,25 @@ class RemoteBigtable final : public Bigtable {
     parts.push_back(FamilyFilter(QuoteExact(family)));
     parts.push_back(QualifierFilter(QuoteExact(qualifier)));
     AddVersionFilters(options, &parts);
-    TABLETFS_ASSIGN_OR_RETURN(Row r,
-                              ReadOneRow(table, row, Chain(std::move(parts))));
+    std::optional<v2::RowFilter> filter = Chain(std::move(parts));
+    if (cacheable && cache_.enabled()) filter = WithSmallPeers(*filter);
+    TABLETFS_ASSIGN_OR_RETURN(Row r, ReadOneRow(table, row, filter));
+    std::vector<Cell> cells;
+    for (Cell& c : r.cells) {
+      if (c.family == family && c.qualifier == qualifier &&
+          (cells.empty() || cells.back().timestamp != c.timestamp)) {
+        cells.push_back(c);
+      }
+    }
     // Nothing read: perhaps because there is no such family.
-    if (r.cells.empty()) TABLETFS_RETURN_IF_ERROR(CheckFamily(table, family));
+    if (cells.empty()) TABLETFS_RETURN_IF_ERROR(CheckFamily(table, family));
     if (cacheable) {
+      cache_.PutRow(epoch, table, r);
       cache_.PutCell(
           epoch, table, row, family, qualifier,
-          r.cells.empty() ? std::nullopt : std::optional<Cell>(r.cells[0]));
+          cells.empty() ? std::nullopt : std::optional<Cell>(cells[0]));
     }
-    return std::move(r.cells);
+    return cells;
   }
 
   Result<std::unique_ptr<Scanner>> NewScanner(
@@ -1780,6 +1943,23 @@ class RemoteBigtable final : public Bigtable {
     const bool cacheable = options.content == ScanContent::kCells &&
                            NewestOnly(options.read) &&
                            options.read.columns.empty();
+    // One row (the filesystem's row and family directories): answered by
+    // the read cache, or read whole and kept there.
+    if (cache_.enabled() && NewestOnly(options.read) &&
+        options.read.columns.empty() && end == After(start)) {
+      std::vector<std::string> families;
+      for (const std::string& f : options.read.families) {
+        if (ValidateFamilyName(f).ok()) families.push_back(f);
+      }
+      std::sort(families.begin(), families.end());
+      families.erase(std::unique(families.begin(), families.end()),
+                     families.end());
+      // Families named but none valid select nothing: not this path.
+      if (families.empty() == options.read.families.empty()) {
+        return ScanOneRow(table, start, options.content, std::move(families),
+                          filter);
+      }
+    }
     if (!end.empty() && end <= start) {
       // An empty range still names a table that must exist.
       v2::RowFilter none;
@@ -1796,6 +1976,24 @@ class RemoteBigtable final : public Bigtable {
 
   std::shared_ptr<const Snapshot> GetSnapshot() override {
     return std::make_shared<RemoteSnapshot>(this);
+  }
+
+  // A scan of `row` alone through the read cache (NewScanner).
+  Result<std::unique_ptr<Scanner>> ScanOneRow(
+      std::string_view table, const std::string& row, ScanContent content,
+      std::vector<std::string> families,
+      const std::optional<v2::RowFilter>& filter) {
+    if (std::optional<Row> hit =
+            cache_.FindRowScan(table, row, content, families)) {
+      client_.stats()->CacheHit();
+      return std::unique_ptr<Scanner>(
+          std::make_unique<RowScanner>(std::move(*hit)));
+    }
+    const uint64_t epoch = cache_.epoch();
+    TABLETFS_ASSIGN_OR_RETURN(Row r, ReadOneRow(table, row, filter));
+    if (content == ScanContent::kCells) cache_.PutRow(epoch, table, r);
+    cache_.PutRowScan(epoch, table, content, std::move(families), r);
+    return std::unique_ptr<Scanner>(std::make_unique<RowScanner>(std::move(r)));
   }
 
   Result<std::vector<TabletInfo>> ListTablets(std::string_view table) override {

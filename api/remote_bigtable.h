@@ -133,8 +133,13 @@
 //   - Read cache (RemoteOptions::read_cache_ttl, schema_cache_ttl; off by
 //     default, a mount's daemon turns it on): answers of the server read
 //     again within the TTL. Kept: the newest version of a cell (or that
-//     it has none) from ReadCell with max_versions 1 and no `at`, and
-//     every cell of such a ReadRow or a kCells scan; a table's families.
+//     it has none) from ReadCell with max_versions 1 and no `at`, which
+//     then asks for the row's other newest versions of up to 1000 bytes
+//     too (an interleave with {cells_per_column_limit_filter 1,
+//     value_regex_filter "(?s).{0,1000}"}); every cell of such a ReadRow
+//     or a kCells scan; a scan of exactly one row [r, r+"\0"), answered
+//     whole from memory (no stream) and kept to answer scans of that row
+//     that read no more (fewer families, no values); a table's families.
 //     Never a read of more versions or of the past. Every write through
 //     this client drops the row it writes (a schema change: the table)
 //     and moves an epoch on, so that a read in flight across it stores

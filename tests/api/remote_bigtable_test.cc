@@ -1067,6 +1067,71 @@ TEST_F(RemoteBigtableTest, ReadCacheKeepsNewestVersionsForItsTtl) {
   EXPECT_EQ(newest("s"), "s2");
 }
 
+// A read of one cell brings the row's small cells (values up to 1000
+// bytes) into the read cache, and a scan of one row is kept whole: what
+// the OPENs of a directory's cells and the listings of a row and its
+// families ask next costs no RPC.
+TEST_F(RemoteBigtableTest, ReadCacheAnswersARowFromOneRead) {
+  RemoteOptions o = OptionsFor("unix:" + dir_ + "/bigtable.sock");
+  o.read_cache_ttl = std::chrono::milliseconds(60000);
+  o.schema_cache_ttl = std::chrono::milliseconds(60000);
+  auto cached = ConnectBigtable(o);
+  ASSERT_TRUE(cached.ok()) << cached.status().ToString();
+  Bigtable& c = **cached;
+  ASSERT_TRUE(Put("r", "f", "a", 1000, "small a").ok());
+  ASSERT_TRUE(Put("r", "f", "b", 1000, "small b").ok());
+  ASSERT_TRUE(Put("r", "g", "c", 1000, std::string(1001, 'c')).ok());
+  auto newest = [&](const std::string& family, const std::string& q) {
+    auto cells = c.ReadCell("t", "r", family, q, ReadOptions());
+    return cells.ok() && !cells->empty() ? (*cells)[0].value : "?";
+  };
+  EXPECT_EQ(newest("f", "a"), "small a");
+  const uint64_t rpcs = StatOf(c, "rpcs");
+  EXPECT_EQ(newest("f", "b"), "small b");  // came with a
+  EXPECT_EQ(StatOf(c, "rpcs"), rpcs);
+  EXPECT_EQ(newest("g", "c"), std::string(1001, 'c'));  // too big: read now
+  EXPECT_EQ(StatOf(c, "rpcs"), rpcs + 1);
+
+  auto walk = [&](ScanContent content, std::vector<std::string> families) {
+    ScanOptions so;
+    so.start_row = "r";
+    so.end_row = std::string("r\0", 2);
+    so.content = content;
+    so.read.families = std::move(families);
+    auto s = c.NewScanner("t", so);
+    std::string out;
+    if (!s.ok()) return s.status().ToString();
+    for (; (*s)->Valid(); (*s)->Next()) {
+      out += std::string((*s)->family()) + ":" +
+             std::string((*s)->qualifier()) + "=" +
+             std::to_string((*s)->value_size()) + " ";
+    }
+    return out;
+  };
+  const uint64_t before = StatOf(c, "rpcs");
+  EXPECT_EQ(walk(ScanContent::kNoValues, {}), "f:a=0 f:b=0 g:c=0 ");
+  EXPECT_EQ(StatOf(c, "rpcs"), before + 1);
+  // Less than that scan read: no RPC.
+  EXPECT_EQ(walk(ScanContent::kNoValues, {"g"}), "g:c=0 ");
+  EXPECT_EQ(walk(ScanContent::kRows, {}).substr(0, 4), "f:a=");
+  EXPECT_EQ(StatOf(c, "rpcs"), before + 1);
+  // Values it did not read: one RPC, which then answers the rest.
+  EXPECT_EQ(walk(ScanContent::kCells, {"f"}), "f:a=7 f:b=7 ");
+  EXPECT_EQ(walk(ScanContent::kNoValues, {"f"}), "f:a=0 f:b=0 ");
+  EXPECT_EQ(StatOf(c, "rpcs"), before + 2);
+  // Its own write of the row: asked again.
+  ASSERT_TRUE(c.Apply(
+                   "t",
+                   [] {
+                     RowMutation m("r");
+                     m.SetCell("f", "d", 2000, "d");
+                     return m;
+                   }(),
+                   WriteOptions())
+                  .ok());
+  EXPECT_EQ(walk(ScanContent::kNoValues, {"f"}), "f:a=0 f:b=0 f:d=0 ");
+}
+
 // ScanOptions::content: without values the scan walks the same cells, with
 // empty values; kRows gives every row (one cell each at least).
 TEST_F(RemoteBigtableTest, ScansSendOnlyTheContentAsked) {

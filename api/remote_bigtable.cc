@@ -1150,6 +1150,17 @@ class ReadCache {
       it = cells_.erase(it);
     }
     row_scans_.erase(std::make_pair(std::string(table), std::string(row)));
+    if (written_.size() >= kMaxRowScans) written_.clear();
+    written_[std::make_pair(std::string(table), std::string(row))] = Now();
+  }
+
+  // Whether this client wrote `row` within the TTL: a row being written
+  // (files created or removed one by one) is read cell by cell, not whole.
+  bool RecentlyWritten(std::string_view table, std::string_view row) {
+    MutexLock l(&mu_);
+    auto it =
+        written_.find(std::make_pair(std::string(table), std::string(row)));
+    return it != written_.end() && !Expired(it->second);
   }
 
   // The table's schema or existence changes (or its rows, all of them).
@@ -1248,6 +1259,10 @@ class ReadCache {
   std::map<std::string, CachedFamilies, std::less<>> families_ GUARDED_BY(mu_);
   std::map<std::pair<std::string, std::string>, std::vector<RowScan>> row_scans_
       GUARDED_BY(mu_);
+  // When this client last wrote each row (RecentlyWritten).
+  std::map<std::pair<std::string, std::string>,
+           std::chrono::steady_clock::time_point>
+      written_ GUARDED_BY(mu_);
 };
 
 // A scan of one row held in memory (a row scan the read cache answered or
@@ -1898,7 +1913,12 @@ class RemoteBigtable final : public Bigtable {
     parts.push_back(QualifierFilter(QuoteExact(qualifier)));
     AddVersionFilters(options, &parts);
     std::optional<v2::RowFilter> filter = Chain(std::move(parts));
-    if (cacheable && cache_.enabled()) filter = WithSmallPeers(*filter);
+    // The row's small cells come along, unless it is being written: then
+    // each read would fetch them again (creating or removing the files of
+    // a directory one by one).
+    if (cacheable && cache_.enabled() && !cache_.RecentlyWritten(table, row)) {
+      filter = WithSmallPeers(*filter);
+    }
     TABLETFS_ASSIGN_OR_RETURN(Row r, ReadOneRow(table, row, filter));
     std::vector<Cell> cells;
     for (Cell& c : r.cells) {

@@ -21,7 +21,7 @@ class TreeCopyFixture : public MountFixture {
  protected:
   // Mounts in the foreground so that the daemon's log lands in log_.
   void MountLogged(const std::vector<std::string>& args = {}) {
-    log_ = tmp() + "/daemon.log";
+    log_ = daemon_log();
     ASSERT_EQ(TryMountForeground(args, {}, log_), 0) << ReadFile(log_);
   }
   std::string Log() { return ReadFile(log_); }
@@ -29,7 +29,8 @@ class TreeCopyFixture : public MountFixture {
   std::string log_;
 };
 
-// Run over the engine and over the memory store (OverStores).
+// Run over the engine, the memory store and a remote Bigtable (the
+// emulator and a tabletfs server): OverStores, AllBackends.
 using TreeCopyTest = OverStores<TreeCopyFixture>;
 // Tests that need the engine: the API before mounting, or a remount that
 // finds the data again.
@@ -224,7 +225,7 @@ TEST_F(TreeCopyEngineTest, DirectoryMtimesSurviveASecondRsync) {
   EXPECT_EQ(ShOk("rsync -ai " + src2 + "/ ./"), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(, TreeCopyTest, AllStores(), StoreName);
+INSTANTIATE_TEST_SUITE_P(, TreeCopyTest, AllBackends(), StoreName);
 
 }  // namespace
 }  // namespace tabletfs::testing

@@ -15,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/util/bigtable_server.h"
+
 namespace tabletfs::testing {
 namespace {
 
@@ -74,15 +76,60 @@ void MountFixture::SetUp() {
   datadir_ = tmp_ + "/data";
   mnt_ = tmp_ + "/mnt";
   ASSERT_EQ(mkdir(mnt_.c_str(), 0755), 0);
+  if (!remote()) return;
+  if (store_ == MountStore::kEmulator && EmulatorBinary().empty()) {
+    GTEST_SKIP() << "cbtemulator is not installed (set CBTEMULATOR)";
+  }
+  server_ = std::make_unique<BigtableServer>(
+      store_ == MountStore::kEmulator ? BigtableServer::kEmulator
+                                      : BigtableServer::kServer,
+      tmp_ + "/server", tmp_ + "/server.log");
+  ASSERT_TRUE(server_->Start())
+      << "the server did not start: " << server_->Log();
+  source_ = "bigtable://p/i";
 }
 
 void MountFixture::TearDown() {
+  // Unmount while the server still answers (a stopped one is continued).
+  if (server_ != nullptr) server_->Resume();
   if (mounted_) Unmount();
+  server_.reset();
   RunProgram({"rm", "-rf", tmp_});
 }
 
 std::string StoreName(const ::testing::TestParamInfo<MountStore>& info) {
-  return info.param == MountStore::kMemory ? "memory" : "engine";
+  switch (info.param) {
+    case MountStore::kEngine:
+      return "engine";
+    case MountStore::kMemory:
+      return "memory";
+    case MountStore::kEmulator:
+      return "emulator";
+    case MountStore::kServer:
+      return "server";
+  }
+  return "unknown";
+}
+
+std::vector<MountStore> LongTestBackends() {
+  const char* long_tests = std::getenv("TABLETFS_LONG_TESTS");
+  if (long_tests != nullptr && *long_tests != '\0' &&
+      std::string(long_tests) != "0") {
+    return {MountStore::kEngine, MountStore::kMemory, MountStore::kEmulator,
+            MountStore::kServer};
+  }
+  return {MountStore::kEngine, MountStore::kMemory};
+}
+
+std::vector<std::string> MountFixture::RemoteArgs() const {
+  if (server_ == nullptr) return {};
+  std::string options = "endpoint=" + server_->endpoint();
+  if (rpc_timeout_ > 0) {
+    std::ostringstream seconds;
+    seconds << rpc_timeout_;
+    options += ",rpc_timeout=" + seconds.str();
+  }
+  return {"-o", options};
 }
 
 std::vector<std::string> MountFixture::StoreArgs(
@@ -90,6 +137,10 @@ std::vector<std::string> MountFixture::StoreArgs(
   std::vector<std::string> args = extra;
   if (store_ == MountStore::kMemory && source_.empty()) {
     args.insert(args.begin(), {"-o", "store=memory"});
+  }
+  if (remote()) {
+    std::vector<std::string> remote_args = RemoteArgs();
+    args.insert(args.begin(), remote_args.begin(), remote_args.end());
   }
   return args;
 }
@@ -129,7 +180,7 @@ std::unique_ptr<DB> MountFixture::OpenDb() {
 
 void MountFixture::CreateTable(const std::string& table,
                                const std::vector<std::string>& families) {
-  if (store_ == MountStore::kMemory) {
+  if (store_ != MountStore::kEngine) {
     std::string cmd = "mkdir " + Quoted(table);
     for (const std::string& f : families) {
       cmd += " && touch " + Quoted(".schema/" + table + "/" + f);
@@ -148,7 +199,7 @@ void MountFixture::CreateTable(const std::string& table,
 
 void MountFixture::PutCells(const std::string& table,
                             const std::vector<SeedCell>& cells) {
-  if (store_ == MountStore::kMemory) {
+  if (store_ != MountStore::kEngine) {
     std::string cmd = "true";
     for (const SeedCell& c : cells) {
       std::string dir = table + "/" + c.row + "/" + c.family;
@@ -171,6 +222,8 @@ void MountFixture::PutCells(const std::string& table,
 }
 
 int MountFixture::TryMount(const std::vector<std::string>& extra_args) {
+  // A remote mount has no DATADIR, so no mount.pid to find its daemon by.
+  if (remote()) return TryMountForeground(extra_args, {}, daemon_log());
   std::vector<std::string> argv = {TabletfsBinary()};
   std::vector<std::string> extra = StoreArgs(extra_args);
   argv.insert(argv.end(), extra.begin(), extra.end());
@@ -241,6 +294,11 @@ bool MountFixture::IsMounted() const {
   return a.st_dev != b.st_dev;
 }
 
+bool MountFixture::InMountTable() const {
+  return ReadFile("/proc/self/mounts").find(" " + mnt_ + " fuse") !=
+         std::string::npos;
+}
+
 void MountFixture::WaitForDaemonExit() {
   if (daemon_pid_ <= 0) return;
   // Bounded: 20 s.
@@ -255,7 +313,9 @@ void MountFixture::Unmount() {
   if (!mounted_) return;
   mounted_ = false;
   // Already unmounted (SIGTERM to the daemon, umount): just wait for it.
-  if (IsMounted() && RunProgram({"fusermount3", "-u", mnt_}) != 0) {
+  // From the mount table: a stat of the mount point fails (EIO) while a
+  // remote mount's server does not answer.
+  if (InMountTable() && RunProgram({"fusermount3", "-u", mnt_}) != 0) {
     ADD_FAILURE() << "fusermount3 -u failed (busy?); lazy unmount";
     RunProgram({"fusermount3", "-uz", mnt_});
   }

@@ -4,17 +4,29 @@
 // the C++ API before mounting (faster than the shell for big trees).
 //
 // The daemon serves the engine by default, or the reference implementation
-// in memory (-o store=memory). OverStores<Fixture> runs a fixture's TEST_Ps
-// once over each, the same bodies:
+// in memory (-o store=memory), or mounts a remote Bigtable
+// (bigtable://p/i -o endpoint=) served by a server the fixture starts in
+// SetUp on a free loopback port and stops in TearDown: Google's emulator
+// (cbtemulator; the test is skipped where it is not installed) or a
+// `tabletfs --serve` daemon (tests/util/bigtable_server.h).
+// OverStores<Fixture> runs a fixture's TEST_Ps once over each store of a
+// list, the same bodies:
 //
 //   class ViewsFixture : public MountFixture { ... };
 //   using ViewsTest = OverStores<ViewsFixture>;
 //   TEST_P(ViewsTest, ...) { CreateTable(...); PutCells(...); Mount(); ... }
 //   INSTANTIATE_TEST_SUITE_P(, ViewsTest, AllStores(), StoreName);
 //
-// Over the memory store CreateTable and PutCells go through the mount once
-// it is up (mkdir, touch .schema/T/F, printf > ROW/FAMILY/QUALIFIER@TS);
-// OpenDb() and remounts that expect the data back are the engine's only.
+// AllStores() is the two local ones; AllBackends() adds the two remote
+// servers, for the bodies that hold against any Bigtable (a part that
+// does not asks remote() and says why); ::testing::ValuesIn(
+// LongTestBackends()) adds them only with TABLETFS_LONG_TESTS=1.
+//
+// Over every store but the engine CreateTable and PutCells go through the
+// mount once it is up (mkdir, touch .schema/T/F, printf >
+// ROW/FAMILY/QUALIFIER@TS); OpenDb() and remounts that expect the data back
+// are the engine's only (the tabletfs server keeps its data across
+// remounts too, the emulator while it runs).
 //
 // Thread safety: one test thread drives a fixture; Sh() may run commands
 // that run in parallel themselves.
@@ -29,11 +41,14 @@
 
 #include "gtest/gtest.h"
 #include "store/db.h"
+#include "tests/util/bigtable_server.h"
 
 namespace tabletfs::testing {
 
-// What the daemon mounts.
-enum class MountStore { kEngine, kMemory };
+// What the daemon mounts: a local data directory (the engine, or the memory
+// store), or a remote Bigtable served by the emulator or by a tabletfs
+// server.
+enum class MountStore { kEngine, kMemory, kEmulator, kServer };
 
 // One version of one cell, to seed a store with (PutCells).
 struct SeedCell {
@@ -48,19 +63,34 @@ class MountFixture : public ::testing::Test {
   void TearDown() override;
 
   MountStore store() const { return store_; }
+  // A bigtable:// mount of the emulator or the tabletfs server.
+  bool remote() const {
+    return store_ == MountStore::kEmulator || store_ == MountStore::kServer;
+  }
   // Mount `source` (bigtable://PROJECT/INSTANCE) instead of datadir(), and
   // without -o store=. Such a daemon writes no mount.pid: mount it with
   // TryMountForeground. Before the first mount.
   void set_source(const std::string& source) { source_ = source; }
-  // Before the first Mount().
+  // Before SetUp (OverStores sets it in its constructor).
   void set_store(MountStore store) { store_ = store; }
+  // The server of a remote store (kill, stop, restart it), else null.
+  BigtableServer* server() { return server_.get(); }
+  // -o rpc_timeout= of a remote mount (default: the daemon's, 10 s).
+  // Before the mount.
+  void set_rpc_timeout_seconds(double seconds) { rpc_timeout_ = seconds; }
+  // The daemon's log (stderr) of a remote mount, and of every
+  // TryMountForeground that was given this path.
+  std::string daemon_log() const { return tmp_ + "/daemon.log"; }
+  // The -o endpoint= (and rpc_timeout=) arguments of a remote mount of
+  // server(); empty for a local store.
+  std::vector<std::string> RemoteArgs() const;
 
   // Opens the store of datadir() (not while mounted: the lock is held).
   // REQUIRES: store() == kEngine.
   std::unique_ptr<DB> OpenDb();
   // Creates `table` with `families`: through the API (engine, not while
-  // mounted), or through the mount (memory: at once when mounted, else
-  // right after the next Mount()).
+  // mounted), or through the mount (every other store: at once when
+  // mounted, else right after the next Mount()).
   void CreateTable(const std::string& table,
                    const std::vector<std::string>& families);
   // Writes `cells` into `table` as CreateTable does. Names must be plain
@@ -68,7 +98,8 @@ class MountFixture : public ::testing::Test {
   void PutCells(const std::string& table, const std::vector<SeedCell>& cells);
 
   // Runs the daemon (in the background, as a user would) and waits for its
-  // exit code: 0 means mounted. Extra arguments go before DATADIR.
+  // exit code: 0 means mounted. Extra arguments go before DATADIR. A remote
+  // store's daemon runs as TryMountForeground, logging to daemon_log().
   void Mount(const std::vector<std::string>& extra_args = {});
   // Returns the daemon's exit code instead of asserting.
   int TryMount(const std::vector<std::string>& extra_args = {});
@@ -86,6 +117,9 @@ class MountFixture : public ::testing::Test {
   // SIGKILL to the daemon, lazy unmount, wait for it to be gone.
   void KillDaemon();
   bool IsMounted() const;
+  // Whether /proc/self/mounts lists the mount point (also when a stat of it
+  // fails).
+  bool InMountTable() const;
 
   // MOUNT/rel.
   std::string Path(const std::string& rel) const { return mnt_ + "/" + rel; }
@@ -118,6 +152,8 @@ class MountFixture : public ::testing::Test {
 
   MountStore store_ = MountStore::kEngine;
   std::string source_;  // empty: datadir_
+  std::unique_ptr<BigtableServer> server_;  // remote() only
+  double rpc_timeout_ = 0;                  // 0: the daemon's default
   std::vector<std::string> pending_seeds_;  // shell commands
   std::string tmp_;
   std::string datadir_;
@@ -142,7 +178,25 @@ inline auto AllStores() {
   return ::testing::Values(MountStore::kEngine, MountStore::kMemory);
 }
 
-// "engine" / "memory": the suffix of each parameterised test's name.
+// The local stores and the two remote servers.
+inline auto AllBackends() {
+  return ::testing::Values(MountStore::kEngine, MountStore::kMemory,
+                           MountStore::kEmulator, MountStore::kServer);
+}
+
+// AllBackends() with TABLETFS_LONG_TESTS set (not empty, not 0), else
+// AllStores(): for bodies that make thousands of requests, each a round
+// trip to a remote server (a minute against both), whose remote half runs
+// on request.
+std::vector<MountStore> LongTestBackends();
+
+// The two remote servers.
+inline auto RemoteBackends() {
+  return ::testing::Values(MountStore::kEmulator, MountStore::kServer);
+}
+
+// "engine" / "memory" / "emulator" / "server": the suffix of each
+// parameterised test's name.
 std::string StoreName(const ::testing::TestParamInfo<MountStore>& info);
 
 }  // namespace tabletfs::testing

@@ -332,10 +332,10 @@ TEST_P(RemoteMountTest, CbtAndTheMountSeeEachOther) {
 
 // Issue 19: two mounts of one server on the same data. A write in one is
 // seen in the other at once through the names that always ask the server
-// (`.versions`, `Q@T`, `.at/T/`, a name the kernel has not cached), and
-// through a name the other mount's kernel cached once the attribute and
-// entry timeouts (1 s here, the default) have passed: a remote server sends
-// no change events (README "Mounting a remote Bigtable").
+// (`.versions`, `Q@T`, `.at/T/`), and through the other names once the
+// kernel's attribute and entry timeouts (1 s here, the default) and the
+// mount's read cache (0.1 s) have passed: a remote server sends no change
+// events (README "Mounting a remote Bigtable").
 TEST_P(RemoteMountTest, TwoMountsOfOneServerSeeEachOthersWrites) {
   MakeTable();
   ShOk("printf one > t/r/f/q");
@@ -356,8 +356,7 @@ TEST_P(RemoteMountTest, TwoMountsOfOneServerSeeEachOthersWrites) {
   const auto written = std::chrono::steady_clock::now();
   const int64_t after_write =
       (static_cast<int64_t>(time(nullptr)) + 1) * 1000000;
-  // At once in the other: .versions, Q@T of the new version, .at/T/, and
-  // a cell it never looked up.
+  // At once in the other: .versions, Q@T of the new version, .at/T/.
   std::string versions;
   ASSERT_EQ(
       Sh("ls '" + other.Path(".versions/t/r/f") + "' | grep '^q@'", &versions),

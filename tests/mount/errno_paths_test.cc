@@ -96,9 +96,16 @@ using ErrnoPathsTest = OverStores<ErrnoPathsFixture>;
 // Every directory or file with every request: thousands of requests, each
 // a round trip or more to a remote server with the kernel's caches off
 // (20 s a body there), through the same fs code whatever the store.
-// Over the engine and the memory store; over the remote servers too with
-// TABLETFS_LONG_TESTS=1.
-class ErrnoPathsMatrixTest : public OverStores<ErrnoPathsFixture> {};
+// Against the remote servers only with TABLETFS_LONG_TESTS=1.
+class ErrnoPathsMatrixTest : public OverStores<ErrnoPathsFixture> {
+ protected:
+  void SetUp() override {
+    if (remote() && !LongTestsRequested()) {
+      GTEST_SKIP() << "thousands of round trips: TABLETFS_LONG_TESTS=1";
+    }
+    OverStores<ErrnoPathsFixture>::SetUp();
+  }
+};
 
 // Every directory of the namespace, and what each holds.
 const std::vector<std::string>& Directories() {
@@ -234,8 +241,7 @@ TEST_P(ErrnoPathsTest, ShellToolsOnACellAsADirectorySayNotADirectory) {
 }
 
 INSTANTIATE_TEST_SUITE_P(, ErrnoPathsTest, AllBackends(), StoreName);
-INSTANTIATE_TEST_SUITE_P(, ErrnoPathsMatrixTest,
-                         ::testing::ValuesIn(LongTestBackends()), StoreName);
+INSTANTIATE_TEST_SUITE_P(, ErrnoPathsMatrixTest, AllBackends(), StoreName);
 
 }  // namespace
 }  // namespace tabletfs::testing

@@ -94,7 +94,7 @@ void MountFixture::TearDown() {
   if (server_ != nullptr) server_->Resume();
   if (mounted_) Unmount();
   server_.reset();
-  RunProgram({"rm", "-rf", tmp_});
+  if (!tmp_.empty()) RunProgram({"rm", "-rf", tmp_});  // empty: no SetUp
 }
 
 std::string StoreName(const ::testing::TestParamInfo<MountStore>& info) {
@@ -111,14 +111,10 @@ std::string StoreName(const ::testing::TestParamInfo<MountStore>& info) {
   return "unknown";
 }
 
-std::vector<MountStore> LongTestBackends() {
+bool LongTestsRequested() {
   const char* long_tests = std::getenv("TABLETFS_LONG_TESTS");
-  if (long_tests != nullptr && *long_tests != '\0' &&
-      std::string(long_tests) != "0") {
-    return {MountStore::kEngine, MountStore::kMemory, MountStore::kEmulator,
-            MountStore::kServer};
-  }
-  return {MountStore::kEngine, MountStore::kMemory};
+  return long_tests != nullptr && *long_tests != '\0' &&
+         std::string(long_tests) != "0";
 }
 
 std::vector<std::string> MountFixture::RemoteArgs() const {

@@ -19,8 +19,7 @@
 //
 // AllStores() is the two local ones; AllBackends() adds the two remote
 // servers, for the bodies that hold against any Bigtable (a part that
-// does not asks remote() and says why); ::testing::ValuesIn(
-// LongTestBackends()) adds them only with TABLETFS_LONG_TESTS=1.
+// does not asks remote() and says why).
 //
 // Over every store but the engine CreateTable and PutCells go through the
 // mount once it is up (mkdir, touch .schema/T/F, printf >
@@ -184,11 +183,10 @@ inline auto AllBackends() {
                            MountStore::kEmulator, MountStore::kServer);
 }
 
-// AllBackends() with TABLETFS_LONG_TESTS set (not empty, not 0), else
-// AllStores(): for bodies that make thousands of requests, each a round
-// trip to a remote server (a minute against both), whose remote half runs
-// on request.
-std::vector<MountStore> LongTestBackends();
+// Whether TABLETFS_LONG_TESTS is set (not empty, not 0): long tests, or
+// the remote half of bodies that make thousands of requests, each a round
+// trip to a remote server, run only then (they skip otherwise).
+bool LongTestsRequested();
 
 // The two remote servers.
 inline auto RemoteBackends() {

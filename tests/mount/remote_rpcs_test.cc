@@ -1,6 +1,7 @@
 // Round trips of a remote mount (issue 19): the RPCs one shell operation
 // sends, counted by the mount's `.tabletfs/stats` (api/remote_bigtable.h),
-// against a `tabletfs --serve` daemon and Google's emulator on loopback.
+// against a `tabletfs --serve` daemon and Google's emulator on loopback
+// (started by MountFixture, tests/util/bigtable_server.h).
 // With the directories in the kernel's cache (entry and attribute timeouts
 // of 30 s here) and the client's read cache expired (0.1 s): a `cat` of a
 // cell is one ReadRows, the listing of a table one streamed ReadRows
@@ -8,21 +9,12 @@
 // table's own attributes beside it: a second one), and a written cell one
 // MutateRow at close. Needs
 // root (FUSE); the emulator's half is skipped where it is not installed.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/util/mount_fixture.h"
@@ -30,105 +22,17 @@
 namespace tabletfs::testing {
 namespace {
 
-enum class Server { kTabletfs, kEmulator };
-
-std::string ServerName(const ::testing::TestParamInfo<Server>& info) {
-  return info.param == Server::kEmulator ? "emulator" : "tabletfs";
-}
-
-std::string Emulator() {
-  if (const char* e = std::getenv("CBTEMULATOR")) return e;
-  const std::string path =
-      "/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator";
-  return access(path.c_str(), X_OK) == 0 ? path : "";
-}
-
-sockaddr_in Loopback(int port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  return a;
-}
-
-// A loopback port nobody listens on now (the kernel's choice).
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a = Loopback(0);
-  socklen_t len = sizeof(a);
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
-bool Accepts(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a = Loopback(port);
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-  close(fd);
-  return ok;
-}
-
 using Counters = std::map<std::string, uint64_t>;
 
-class RemoteRpcsTest : public MountFixture,
-                       public ::testing::WithParamInterface<Server> {
+// The server (MountFixture starts it), mounted with long kernel caches,
+// and the table t with family f.
+class RemoteRpcsFixture : public MountFixture {
  protected:
   void SetUp() override {
     MountFixture::SetUp();
-    if (GetParam() == Server::kEmulator && Emulator().empty()) {
-      GTEST_SKIP() << "cbtemulator not installed (set CBTEMULATOR)";
-    }
-    port_ = FreePort();
-    ASSERT_GT(port_, 0);
-    std::vector<std::string> argv =
-        GetParam() == Server::kEmulator
-            ? std::vector<std::string>{Emulator(), "-host", "127.0.0.1",
-                                       "-port", std::to_string(port_)}
-            : std::vector<std::string>{
-                  TabletfsBinary(), "--serve", "-o",
-                  "bigtable_api=127.0.0.1:" + std::to_string(port_),
-                  tmp() + "/server"};
-    const std::string server_log = tmp() + "/server.log";
-    server_pid_ = fork();
-    if (server_pid_ == 0) {
-      FILE* log = fopen(server_log.c_str(), "a");
-      if (log != nullptr) {
-        dup2(fileno(log), 1);
-        dup2(fileno(log), 2);
-      }
-      std::vector<char*> args;
-      for (std::string& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    ASSERT_GT(server_pid_, 0);
-    for (int i = 0; i < 1000 && !Accepts(port_); i++) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ASSERT_TRUE(Accepts(port_)) << ReadFile(server_log);
-    set_source("bigtable://p/i");
-    const std::string log = tmp() + "/daemon.log";
-    ASSERT_EQ(TryMountForeground(
-                  {"-o", "endpoint=127.0.0.1:" + std::to_string(port_) +
-                             ",attr_timeout=30,entry_timeout=30"},
-                  {}, log),
-              0)
-        << ReadFile(log);
+    if (IsSkipped() || HasFatalFailure()) return;
+    Mount({"-o", "attr_timeout=30,entry_timeout=30"});
     ShOk("mkdir t && touch .schema/t/f && mkdir -p t/r/f");
-  }
-
-  void TearDown() override {
-    MountFixture::TearDown();  // unmounts while the server still answers
-    if (server_pid_ > 0) {
-      kill(server_pid_, SIGTERM);
-      waitpid(server_pid_, nullptr, 0);
-    }
   }
 
   // The counters of `.tabletfs/stats` (reading it sends no RPC).
@@ -169,9 +73,9 @@ class RemoteRpcsTest : public MountFixture,
     return s;
   }
 
-  int port_ = -1;
-  pid_t server_pid_ = -1;
 };
+
+using RemoteRpcsTest = OverStores<RemoteRpcsFixture>;
 
 TEST_P(RemoteRpcsTest, CatOfACellIsOneReadRows) {
   ShOk("printf hello > t/r/f/q && printf other > t/r/f/p");
@@ -245,10 +149,7 @@ TEST_P(RemoteRpcsTest, StatsShowCountsLatenciesBytesAndErrors) {
   EXPECT_EQ(Stats()["rpcs"], s["rpcs"]) << "reading the stats sent an RPC";
 }
 
-INSTANTIATE_TEST_SUITE_P(, RemoteRpcsTest,
-                         ::testing::Values(Server::kTabletfs,
-                                           Server::kEmulator),
-                         ServerName);
+INSTANTIATE_TEST_SUITE_P(, RemoteRpcsTest, RemoteBackends(), StoreName);
 
 }  // namespace
 }  // namespace tabletfs::testing

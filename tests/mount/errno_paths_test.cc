@@ -93,10 +93,11 @@ class ErrnoPathsFixture : public MountFixture {
 // Run over the engine, the memory store and a remote Bigtable (the
 // emulator and a tabletfs server).
 using ErrnoPathsTest = OverStores<ErrnoPathsFixture>;
-// Every directory or file with every request: thousands of requests, each
-// a round trip or more to a remote server with the kernel's caches off
-// (20 s a body there), through the same fs code whatever the store.
-// Against the remote servers only with TABLETFS_LONG_TESTS=1.
+// Every directory or file with every request, through syscalls and the
+// shell: hundreds to thousands of requests, each a round trip or more to a
+// remote server with the kernel's caches off (3 to 20 s a body there),
+// through the same fs code whatever the store. Against the remote servers
+// only with TABLETFS_LONG_TESTS=1.
 class ErrnoPathsMatrixTest : public OverStores<ErrnoPathsFixture> {
  protected:
   void SetUp() override {
@@ -223,7 +224,7 @@ TEST_P(ErrnoPathsMatrixTest, AFileUsedAsADirectoryIsEnotdir) {
   }
 }
 
-TEST_P(ErrnoPathsTest, ShellToolsOnACellAsADirectorySayNotADirectory) {
+TEST_P(ErrnoPathsMatrixTest, ShellToolsOnACellAsADirectorySayNotADirectory) {
   ExpectShellRefused("ls t/r/f/a/x", "Not a directory");
   ExpectShellRefused("ls t/r/f/a/", "Not a directory");
   ExpectShellRefused("mkdir t/r/f/a/x", "Not a directory");

@@ -72,7 +72,6 @@ class RemoteRpcsFixture : public MountFixture {
     for (const auto& [k, v] : c) s += k + "=" + std::to_string(v) + " ";
     return s;
   }
-
 };
 
 using RemoteRpcsTest = OverStores<RemoteRpcsFixture>;

@@ -167,6 +167,14 @@ Status OpenRemote(const DaemonArgs& args, OpenedStore* out) {
     options.plaintext = false;
     how = "Cloud Bigtable (TLS, Google default credentials)";
   }
+  // gRPC advances a connection attempt only while some thread polls its
+  // channel; the mount's calls fail fast while the server is down, so a
+  // restarted server was found only by gRPC's backup poller, every 5 s
+  // (4-9 s to recover, measured). Poll every 100 ms instead. Read once,
+  // when gRPC initializes (the first channel, just below); a value the
+  // user set wins.
+  setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "100",
+         /*overwrite=*/0);
   auto store = api::ConnectBigtable(options);
   if (!store.ok()) return store.status();
   out->store = std::move(store).value();

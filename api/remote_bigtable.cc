@@ -1267,6 +1267,22 @@ class ReadCache {
 
 // A scan of one row held in memory (a row scan the read cache answered or
 // kept), positioned as RemoteScanner is.
+// Where a Seek to (family, qualifier) within `row` lands: the first cell
+// at or after it; a family the row does not hold (or none): the row's
+// start. row.cells.size() when past its last cell.
+size_t PositionInRow(const Row& row, std::string_view family,
+                     std::string_view qualifier) {
+  if (family.empty()) return 0;
+  size_t i = 0;
+  while (i < row.cells.size() && row.cells[i].family != family) i++;
+  if (i == row.cells.size()) return 0;
+  while (i < row.cells.size() && row.cells[i].family == family &&
+         row.cells[i].qualifier < qualifier) {
+    i++;
+  }
+  return i;
+}
+
 class RowScanner final : public Scanner {
  public:
   explicit RowScanner(Row row) : row_(std::move(row)) {}
@@ -1276,16 +1292,8 @@ class RowScanner final : public Scanner {
     pos_ = 0;
     if (row > std::string_view(row_.key)) {
       pos_ = row_.cells.size();
-    } else if (row == std::string_view(row_.key) && !family.empty()) {
-      // As RemoteScanner: a family the row lacks positions at its start.
-      size_t i = 0;
-      while (i < row_.cells.size() && row_.cells[i].family != family) i++;
-      if (i == row_.cells.size()) return;
-      while (i < row_.cells.size() && row_.cells[i].family == family &&
-             row_.cells[i].qualifier < qualifier) {
-        i++;
-      }
-      pos_ = i;
+    } else if (row == std::string_view(row_.key)) {
+      pos_ = tabletfs::api::PositionInRow(row_, family, qualifier);
     }
   }
   void SeekToFirst() override { pos_ = 0; }
@@ -1418,19 +1426,10 @@ class RemoteScanner final : public Scanner {
     if (pos_ == row_.cells.size()) LoadNextRow();
   }
 
-  // Within the buffered row: at (family, qualifier) or after; a family the
-  // row does not hold: the row's start.
+  // Within the buffered row (api::PositionInRow); past its last cell: the
+  // next row.
   void PositionInRow(std::string_view family, std::string_view qualifier) {
-    pos_ = 0;
-    if (family.empty()) return;
-    size_t i = 0;
-    while (i < row_.cells.size() && row_.cells[i].family != family) i++;
-    if (i == row_.cells.size()) return;
-    while (i < row_.cells.size() && row_.cells[i].family == family &&
-           row_.cells[i].qualifier < qualifier) {
-      i++;
-    }
-    pos_ = i;
+    pos_ = tabletfs::api::PositionInRow(row_, family, qualifier);
     if (pos_ == row_.cells.size()) LoadNextRow();
   }
 

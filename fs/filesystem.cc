@@ -295,10 +295,12 @@ double Filesystem::AttrTimeout(const Node& node) {
 
 // While writers and readers of a cell are open, its size differs for
 // readers (the committed version's) and writers (the pending value's), and
-// the kernel keeps one: it asks again each time. Writers alone need no
-// such care: the kernel sees every change they make to the size (and
-// drops the attributes after each direct write), so a created file's
-// entry is cached as any other and its first write costs no GETATTR.
+// the kernel keeps one: it asks again each time. Writers alone need less
+// care: the kernel drops the attributes after each write, so a created
+// file's entry is cached as any other and its first write costs no
+// GETATTR. But a size stated since the last write can be older than the
+// next commit (appenders keep their bytes out of it until then): the cell
+// is marked, and that commit's reply waits for its notice to the kernel.
 double Filesystem::CellAttrTimeout(const Node& node, uint64_t ino) {
   if (node.kind == NodeKind::kCell) {
     if (std::shared_ptr<OpenCell> c = open_cells_.Find(ino)) {
@@ -310,7 +312,10 @@ double Filesystem::CellAttrTimeout(const Node& node, uint64_t ino) {
 }
 
 double Filesystem::OpenCellAttrTimeout(const Node& node, OpenCell& c) {
-  return c.HasWriters() && c.HasReaders() ? 0.0 : AttrTimeout(node);
+  if (c.HasWriters() && c.HasReaders()) return 0.0;
+  const double timeout = AttrTimeout(node);
+  if (timeout > 0 && c.HasWriters()) c.MarkKernelAttrs();
+  return timeout;
 }
 
 // ---------------------------------------------------------------------------

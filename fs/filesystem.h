@@ -165,8 +165,9 @@ class Filesystem {
   FsError MakeEntry(const Node& node, Entry* e);
   double EntryTimeout(const Node& node);
   double AttrTimeout(const Node& node);
-  // AttrTimeout, or 0 while writers of the cell `ino` are open (its area's
-  // answer).
+  // AttrTimeout, or 0 while writers and readers of the cell `ino` are
+  // open; marks an open cell whose attributes the kernel may now cache
+  // (OpenCell::MarkKernelAttrs). Call it for a reply to the kernel only.
   double CellAttrTimeout(const Node& node, uint64_t ino);
   // The same for a cell whose open state the caller holds locked.
   double OpenCellAttrTimeout(const Node& node, OpenCell& c) REQUIRES(c.mu());

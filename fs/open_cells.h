@@ -178,6 +178,13 @@ class OpenCell {
   // as while `cmd > f` runs: readers then see the old value). Only a
   // multi-threaded session may wait: RELEASE is served by another thread.
   bool AwaitEmptyRelease(std::chrono::microseconds timeout) REQUIRES(mu_);
+  // Waits (releasing mu()) while every reader that reads through the page
+  // cache was closed and only its RELEASE is due, at most `timeout`: an
+  // O_RDWR open right after `cat f` may then use the page cache (and be
+  // mapped shared). A reader read after its close (a dup is open) counts
+  // as open again.
+  void AwaitClosedReadersRelease(std::chrono::microseconds timeout)
+      REQUIRES(mu_);
   // Commits for descriptor `id`; on failure the cell's later writes report
   // EIO. *committed_at gets the new version's timestamp.
   FsError Commit(uint64_t id, int64_t* committed_at) REQUIRES(mu_);
@@ -217,6 +224,20 @@ class OpenCell {
   }
   bool HasPending() const REQUIRES(mu_) { return PendingSize().has_value(); }
 
+  // ---- The kernel's attributes ----
+  // Attributes of the cell went to the kernel with a nonzero timeout while
+  // writers were open: the size in them may be the one before the next
+  // commit (appenders keep their bytes out of it), and the kernel trusts it
+  // until the commit's notice arrives, so that commit's reply must wait for
+  // the notice. A write drops the kernel's size and times itself (the
+  // kernel does so after every write reply), so it clears the mark.
+  void MarkKernelAttrs() REQUIRES(mu_) { kernel_attrs_ = true; }
+  void KernelAttrsDroppedByWrite() REQUIRES(mu_) { kernel_attrs_ = false; }
+  // Whether the mark is set; clears it.
+  bool TakeKernelAttrs() REQUIRES(mu_) {
+    return std::exchange(kernel_attrs_, false);
+  }
+
   // The cell may have changed in the store (any thread, no lock): readers
   // read it again.
   void Changed() { generation_.fetch_add(1, std::memory_order_relaxed); }
@@ -234,6 +255,8 @@ class OpenCell {
     bool opened_fresh = false;
     // Closed while only its empty value was due (see Flushed()).
     bool empty_awaits_release = false;
+    // A reader closed (FLUSH) and not read since.
+    bool closed = false;
     // A reader without the page cache: the version it reads.
     std::shared_ptr<const std::string> pinned;
   };
@@ -255,6 +278,7 @@ class OpenCell {
   // Only the empty value of a fresh open is due through `id`: nothing was
   // written or truncated since it was created or truncated.
   bool OnlyEmptyDue(uint64_t id) const REQUIRES(mu_);
+  bool AllCachedReadersClosed() const REQUIRES(mu_);
   void Fail(const FsError& e) REQUIRES(mu_) { failed_ = e; }
   // CondVar::WaitFor names the CondVar's own mutex, which the analysis
   // cannot match with mu_.
@@ -288,6 +312,7 @@ class OpenCell {
   bool fresh_ GUARDED_BY(mu_) = false;
   bool unlinked_ GUARDED_BY(mu_) = false;
   bool listed_while_open_ GUARDED_BY(mu_) = false;
+  bool kernel_attrs_ GUARDED_BY(mu_) = false;
   bool committed_once_ GUARDED_BY(mu_) = false;
   FsError failed_ GUARDED_BY(mu_);
   std::optional<int64_t> pending_mtime_ GUARDED_BY(mu_);

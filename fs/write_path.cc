@@ -29,10 +29,13 @@ OpenCell::Access AccessOf(FileHandle::Mode m) {
   return OpenCell::Access::kRead;
 }
 
-// How long a reader's open waits for the RELEASE of a closed `>` whose
-// empty value is still due (OpenCell::AwaitEmptyRelease). RELEASE follows
-// the close within microseconds; a dup still open keeps it away for good.
-constexpr std::chrono::milliseconds kEmptyReleaseWait{50};
+// How long an open waits for the RELEASE of closed descriptors: a
+// reader's open for a closed `>` whose empty value is still due
+// (OpenCell::AwaitEmptyRelease), an O_RDWR open for closed readers that
+// read through the page cache (OpenCell::AwaitClosedReadersRelease).
+// RELEASE follows the close within microseconds, or a few milliseconds on
+// a loaded machine; a dup still open keeps it away for good.
+constexpr std::chrono::milliseconds kReleaseWait{50};
 
 CommittedVersion ToCommitted(CellVersion v) {
   CommittedVersion out;
@@ -83,12 +86,20 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
                                 Opened* out) {
   std::shared_ptr<OpenCell> cell = fs_->open_cells().Get(ino, n);
   MutexLock lock(cell->mu());
-  if (!write && !fs_->options().single_threaded) {
-    // `: > f; cat f`: the empty value of the closed `>` is committed by
-    // its RELEASE, which the kernel sends as that close() returns; wait
-    // for it (bounded: while `cmd > f` runs, a dup is still open and
-    // readers see the old value).
-    cell->AwaitEmptyRelease(kEmptyReleaseWait);
+  if (!fs_->options().single_threaded) {
+    // RELEASE is served by another thread: wait for those of descriptors
+    // just closed (bounded: a dup may still be open).
+    if (!write) {
+      // `: > f; cat f`: the empty value of the closed `>` is committed by
+      // its RELEASE, which the kernel sends as that close() returns
+      // (while `cmd > f` runs, a dup is open: readers see the old value).
+      cell->AwaitEmptyRelease(kReleaseWait);
+    } else if ((request.flags & O_ACCMODE) == O_RDWR &&
+               !(request.flags & O_APPEND)) {
+      // `cat f` just returned: once its RELEASE came, this writer may use
+      // the page cache (and be mapped shared).
+      cell->AwaitClosedReadersRelease(kReleaseWait);
+    }
   }
   // The store is read with the cell's lock held: a writer that commits
   // and closes meanwhile is either still a writer here or committed.
@@ -253,6 +264,7 @@ FsError WritePath::WriteCell(FileHandle& h, const char* buf, size_t size,
       // A direct write changed bytes that page-cache writers (mappings)
       // may hold.
       stale_pages = e.ok() && !c.IsPageCache(desc) && c.HasPageCacheWriters();
+      if (e.ok()) c.KernelAttrsDroppedByWrite();
     } else {
       c.Refuse(desc, e.err);
     }
@@ -435,11 +447,13 @@ FsError WritePath::CommitCell(OpenCell& c, uint64_t descriptor) {
   fs_->ForgetVanished(c.ino());
   // Readers of the cell were updated by the commit itself; the kernel's
   // copy, and for a Q@T write the cell Q, are stale. While writers are
-  // open the kernel caches no attributes of the cell (CellAttrTimeout) and
-  // holds no page a reader sees, so only readers that read through the
-  // page cache can see an old version: the reply waits for the notice only
-  // when there are some (a wait per commit costs a thread hand-off).
-  fs_->InvalidateKernel(c.ino(), c.HasCachedReaders());
+  // open the kernel holds no page a reader sees, and attributes only when
+  // a stat was answered since the last write (OpenCell::MarkKernelAttrs),
+  // so only then, or when readers read through the page cache, can a
+  // process that saw the reply see the old version: the reply waits for
+  // the notice only then (a wait per commit costs a thread hand-off).
+  const bool await = c.TakeKernelAttrs() || c.HasCachedReaders();
+  fs_->InvalidateKernel(c.ino(), await);
   const Node& n = c.node();
   if (n.at.has_value()) {
     Node plain = n;

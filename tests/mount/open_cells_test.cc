@@ -672,6 +672,37 @@ TEST_F(OpenCellsTest, AppendersCloseCommitsEveryAppendInOrder) {
   EXPECT_EQ(ShOk("ls .versions/t/r/f | grep -c '^ap@'"), "2\n");
 }
 
+// An appender keeps its bytes out of the size a stat reports until its
+// close; the kernel caches that size (attr_timeout). The close's reply
+// waits for the notice that drops it, so a reader right after the close
+// reads the appended bytes too (it read "base\n" while a loaded machine
+// delayed the notice). The test hook delays every notice by 100 ms.
+TEST_F(OpenCellsTest, AReaderAfterAnAppendersCloseSeesTheAppendDespiteAStat) {
+  CreateTable("t", {"f"});
+  ASSERT_EQ(TryMountForeground({"-o", "attr_timeout=60"},
+                               {"TABLETFS_TEST_INVALIDATION_DELAY_MS=100"},
+                               tmp() + "/daemon.log"),
+            0);
+  ShOk("mkdir -p t/r/f");
+  const std::string path = Path("t/r/f/ap");
+  std::string expected;
+  for (int i = 0; i < 3; i++) {
+    const std::string line = "line " + std::to_string(i) + "\n";
+    int a = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
+    ASSERT_GE(a, 0);
+    ASSERT_EQ(write(a, line.data(), line.size()),
+              static_cast<ssize_t>(line.size()));
+    struct stat st;
+    ASSERT_EQ(stat(path.c_str(), &st), 0);  // the committed size, cached
+    EXPECT_EQ(st.st_size, static_cast<off_t>(expected.size()));
+    ASSERT_EQ(close(a), 0);
+    expected += line;
+    EXPECT_EQ(ReadFile(path), expected) << "round " << i;
+    ASSERT_EQ(stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, static_cast<off_t>(expected.size()));
+  }
+}
+
 // The same with reads through MAP_PRIVATE mappings, of the writers and of
 // the reader. DISABLED: the open bug of issue 16 (README "Where this
 // differs from DESIGN.md"), kept as its reproducer; fails within a few
@@ -1101,6 +1132,51 @@ TEST_F(OpenCellsTest, Mappings) {
   Mount();
   EXPECT_EQ(ReadFile(Path("t/r/f/new")), std::string(8192, 'n'));
   EXPECT_EQ(ReadFile(path), "ABCC45678Z");
+}
+
+// `cat f` then a shared mapping of f: the reader's RELEASE comes after
+// its close returned, and while a reader reads through the page cache a
+// writer cannot (its pending bytes would show there), so the mapping
+// failed with ENODEV when the RELEASE came late. The O_RDWR open waits for
+// the RELEASE of closed readers; the test hook delays every RELEASE by
+// 10 ms (the open waits up to 50 ms).
+TEST_F(OpenCellsTest, ASharedMappingRightAfterAReadersClose) {
+  CreateTable("t", {"f"});
+  ASSERT_EQ(TryMountForeground({}, {"TABLETFS_TEST_RELEASE_DELAY_MS=10"},
+                               tmp() + "/daemon.log"),
+            0);
+  ShOk("mkdir -p t/r/f && printf 0123456789 > t/r/f/m");
+  const std::string path = Path("t/r/f/m");
+  {
+    // A reader still open (not closed) keeps writers off the page cache.
+    int reader = open(path.c_str(), O_RDONLY);
+    ASSERT_GE(reader, 0);
+    EXPECT_EQ(PRead(reader), "0123456789");
+    int fd = open(path.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    errno = 0;
+    void* p = mmap(nullptr, 10, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    EXPECT_EQ(p, MAP_FAILED);
+    EXPECT_EQ(errno, ENODEV);
+    if (p != MAP_FAILED) munmap(p, 10);
+    close(fd);
+    close(reader);
+  }
+  for (int i = 0; i < 10; i++) {
+    ASSERT_EQ(ReadFile(path).size(), 10u);
+    int fd = open(path.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    void* p = mmap(nullptr, 10, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      close(fd);  // else the unmount finds the mount busy
+      FAIL() << "round " << i << ": " << strerror(err);
+    }
+    static_cast<char*>(p)[0] = static_cast<char>('a' + i);
+    ASSERT_EQ(munmap(p, 10), 0);
+    ASSERT_EQ(close(fd), 0);
+  }
+  EXPECT_EQ(ReadFile(path), "j123456789");
 }
 
 // A child maps t/r/f/k (holding "before") shared, writes "synced" and

@@ -8,6 +8,7 @@
 #include <cassert>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -1334,19 +1335,205 @@ class RowScanner final : public Scanner {
 // no others before (from `covered_` up to the buffered row) moves inside
 // the buffer; any other Seek starts a new stream. A stream that fails with
 // UNAVAILABLE resumes after the last row it delivered.
+// Scans from a table's start without values, kept for a moment after their
+// scanner went, so that the next such scan of the same rows takes over the
+// stream and the rows already read instead of starting another ReadRows. A
+// mount's `ls TABLE` is OPENDIR, GETATTR of the table (which reads its first
+// rows: fs/dir_handle.h ScanTableTimes) and READDIRPLUS (every row, the same
+// read options): with this, one stream serves both, so a listing is one
+// ReadRows however big the table. Kept for the read cache's TTL from the
+// moment the stream opened, and only while no write went through this
+// client since (the read cache's epoch): the rows are as fresh as the
+// cache's. A reaper thread cancels the streams nobody took in time; at most
+// kMaxParked are kept (the oldest goes first).
+class ParkedStreams {
+ public:
+  static constexpr size_t kMaxParked = 8;
+  // The rows a parked stream may hold (names and times only).
+  static constexpr size_t kMaxCells = 32768;
+
+  struct Parked {
+    std::string key;  // Key(): the table, range and filter
+    std::chrono::steady_clock::time_point opened;
+    uint64_t epoch = 0;
+    // The rows read so far, from the range's start, in order.
+    std::vector<Row> head;
+    // The stream where the scanner left it; call nullptr once ended.
+    std::unique_ptr<ReadRowsCall> call;
+    v2::ReadRowsResponse response;
+    int next_chunk = 0;
+    RowAssembler assembler;
+    std::string resume;
+    int retries = 0;
+  };
+
+  ParkedStreams(std::chrono::milliseconds ttl, const ReadCache* cache)
+      : ttl_(ttl), cache_(cache) {
+    if (enabled()) reaper_ = std::thread([this] { Reap(); });
+  }
+  ~ParkedStreams() {
+    {
+      MutexLock l(&mu_);
+      stop_ = true;
+      cv_.SignalAll();
+    }
+    if (reaper_.joinable()) reaper_.join();
+  }
+  ParkedStreams(const ParkedStreams&) = delete;
+  ParkedStreams& operator=(const ParkedStreams&) = delete;
+
+  bool enabled() const { return ttl_.count() > 0; }
+
+  static std::string Key(std::string_view table, std::string_view start,
+                         std::string_view end,
+                         const std::optional<v2::RowFilter>& filter) {
+    std::string key;
+    for (std::string_view part : {table, start, end}) {
+      key += std::to_string(part.size()) + ":";
+      key += part;
+    }
+    if (filter.has_value()) key += filter->SerializeAsString();
+    return key;
+  }
+
+  void Park(std::unique_ptr<Parked> p) {
+    std::unique_ptr<Parked> evicted;  // destroyed (cancelled) unlocked
+    MutexLock l(&mu_);
+    if (stop_) return;
+    if (parked_.size() == kMaxParked) {
+      evicted = std::move(parked_.front());
+      parked_.erase(parked_.begin());
+    }
+    parked_.push_back(std::move(p));
+    cv_.SignalAll();
+  }
+
+  // The stream parked under `key` while still fresh, or nullptr.
+  std::unique_ptr<Parked> Take(const std::string& key) {
+    std::unique_ptr<Parked> out;
+    {
+      MutexLock l(&mu_);
+      for (auto it = parked_.begin(); it != parked_.end(); ++it) {
+        if ((*it)->key == key) {
+          out = std::move(*it);
+          parked_.erase(it);
+          break;
+        }
+      }
+    }
+    if (out != nullptr && !Fresh(*out)) out.reset();  // cancels the stream
+    return out;
+  }
+
+ private:
+  bool Fresh(const Parked& p) const {
+    return std::chrono::steady_clock::now() < p.opened + ttl_ &&
+           p.epoch == cache_->epoch();
+  }
+
+  void Reap() {
+    mu_.Lock();
+    while (!stop_) {
+      std::vector<std::unique_ptr<Parked>> stale;
+      auto next = std::chrono::steady_clock::time_point::max();
+      for (auto it = parked_.begin(); it != parked_.end();) {
+        if (Fresh(**it)) {
+          next = std::min(next, (*it)->opened + ttl_);
+          ++it;
+        } else {
+          stale.push_back(std::move(*it));
+          it = parked_.erase(it);
+        }
+      }
+      if (!stale.empty()) {
+        mu_.Unlock();
+        stale.clear();  // cancels the streams
+        mu_.Lock();
+        continue;
+      }
+      if (next == std::chrono::steady_clock::time_point::max()) {
+        Wait();
+      } else {
+        WaitFor(std::chrono::duration_cast<std::chrono::microseconds>(
+                    next - std::chrono::steady_clock::now()) +
+                std::chrono::microseconds(1));
+      }
+    }
+    std::vector<std::unique_ptr<Parked>> left = std::move(parked_);
+    mu_.Unlock();
+  }
+  // CondVar's waits name its own mutex, which the analysis cannot tie to
+  // mu_.
+  void Wait() REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS { cv_.Wait(); }
+  void WaitFor(std::chrono::microseconds t) REQUIRES(mu_)
+      NO_THREAD_SAFETY_ANALYSIS {
+    cv_.WaitFor(t);
+  }
+
+  const std::chrono::milliseconds ttl_;
+  const ReadCache* const cache_;
+  Mutex mu_;
+  CondVar cv_{&mu_};
+  std::vector<std::unique_ptr<Parked>> parked_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::thread reaper_;
+};
+
 class RemoteScanner final : public Scanner {
  public:
   // `cache`: where the rows it reads go (newest versions with values),
-  // or nullptr.
-  RemoteScanner(const Client* client, ReadCache* cache, std::string table,
-                std::optional<v2::RowFilter> filter, std::string start,
-                std::string end)
+  // or nullptr. `parking`: where its stream goes when it is destroyed
+  // having read only from the range's start on (ParkedStreams), or
+  // nullptr; `epochs` tells the read cache's epoch for it.
+  RemoteScanner(const Client* client, ReadCache* cache,
+                ParkedStreams* parking, const ReadCache* epochs,
+                std::string table, std::optional<v2::RowFilter> filter,
+                std::string start, std::string end)
       : client_(client),
         cache_(cache),
+        parking_(parking),
+        epochs_(epochs),
         table_(std::move(table)),
         filter_(std::move(filter)),
         start_(std::move(start)),
-        end_(std::move(end)) {}
+        end_(std::move(end)),
+        recording_(parking != nullptr) {}
+
+  ~RemoteScanner() override {
+    if (!recording_ || !status_.ok()) return;
+    auto p = std::make_unique<ParkedStreams::Parked>();
+    p->key = ParkedStreams::Key(table_, start_, end_, filter_);
+    p->opened = stream_opened_;
+    p->epoch = stream_epoch_;
+    p->head = std::move(head_);
+    for (Row& r : replay_) p->head.push_back(std::move(r));
+    p->call = std::move(call_);
+    p->response = std::move(response_);
+    p->next_chunk = next_chunk_;
+    p->assembler = std::move(assembler_);
+    p->resume = std::move(resume_);
+    p->retries = retries_;
+    parking_->Park(std::move(p));
+  }
+
+  // Takes over a parked stream of the same range and filter: its rows are
+  // read again from memory, then the stream goes on.
+  void Adopt(std::unique_ptr<ParkedStreams::Parked> p) {
+    opened_once_ = true;
+    stream_opened_ = p->opened;
+    stream_epoch_ = p->epoch;
+    replay_.assign(std::make_move_iterator(p->head.begin()),
+                   std::make_move_iterator(p->head.end()));
+    replay_covered_ = start_;
+    call_ = std::move(p->call);
+    response_ = std::move(p->response);
+    next_chunk_ = p->next_chunk;
+    assembler_ = std::move(p->assembler);
+    resume_ = std::move(p->resume);
+    retries_ = p->retries;
+    status_ = Status::OK();
+    LoadNextRow();
+  }
 
   void Seek(std::string_view row, std::string_view family,
             std::string_view qualifier) override {
@@ -1433,8 +1620,24 @@ class RemoteScanner final : public Scanner {
     if (pos_ == row_.cells.size()) LoadNextRow();
   }
 
+  // Read somewhere else than on from the start: nothing to park.
+  void StopRecording() {
+    recording_ = false;
+    head_.clear();
+    replay_.clear();
+  }
+
+  // A row read (row_): kept for parking while recording.
+  void Record() {
+    if (!recording_) return;
+    head_cells_ += row_.cells.size();
+    if (head_cells_ > ParkedStreams::kMaxCells) return StopRecording();
+    head_.push_back(row_);
+  }
+
   // Past the end: no rows at or after `from`.
   void EndAt(std::string from) {
+    StopRecording();
     call_.reset();
     row_.cells.clear();
     pos_ = 0;
@@ -1444,6 +1647,10 @@ class RemoteScanner final : public Scanner {
   }
 
   void Restart(const std::string& from) {
+    if (opened_once_) StopRecording();
+    opened_once_ = true;
+    stream_opened_ = std::chrono::steady_clock::now();
+    if (epochs_ != nullptr) stream_epoch_ = epochs_->epoch();
     assembler_.Restart();
     retries_ = 0;
     status_ = Status::OK();
@@ -1474,6 +1681,14 @@ class RemoteScanner final : public Scanner {
     row_.cells.clear();
     pos_ = 0;
     positioned_ = true;
+    if (!replay_.empty()) {  // an adopted stream's rows (Adopt)
+      covered_ = replay_covered_;
+      row_ = std::move(replay_.front());
+      replay_.pop_front();
+      replay_covered_ = After(row_.key);
+      Record();
+      return;
+    }
     // No row lies between where the stream stands and the row it gives.
     covered_ = resume_;
     while (call_ != nullptr) {
@@ -1484,6 +1699,7 @@ class RemoteScanner final : public Scanner {
         if (committed) {
           row_ = assembler_.TakeRow();
           if (cache_ != nullptr) cache_->PutRow(epoch_, table_, row_);
+          Record();
           resume_ = After(row_.key);
           retries_ = 0;
           return;
@@ -1516,6 +1732,7 @@ class RemoteScanner final : public Scanner {
   }
 
   void Fail(const Status& s) {
+    StopRecording();
     call_.reset();
     row_.cells.clear();
     pos_ = 0;
@@ -1524,6 +1741,8 @@ class RemoteScanner final : public Scanner {
 
   const Client* const client_;
   ReadCache* const cache_;
+  ParkedStreams* const parking_;
+  const ReadCache* const epochs_;
   const std::string table_;
   const std::optional<v2::RowFilter> filter_;
   // The write epoch when the stream opened (ReadCache).
@@ -1548,6 +1767,18 @@ class RemoteScanner final : public Scanner {
   bool positioned_ = false;
   std::string covered_;
   Status status_;
+
+  // Parking (ParkedStreams): while recording_, every row read since the
+  // stream opened at the range's start is in head_ (and replay_, rows of
+  // an adopted stream not read yet, follows them).
+  bool recording_;
+  bool opened_once_ = false;
+  std::chrono::steady_clock::time_point stream_opened_;
+  uint64_t stream_epoch_ = 0;
+  std::vector<Row> head_;
+  size_t head_cells_ = 0;
+  std::deque<Row> replay_;
+  std::string replay_covered_;  // after the last replayed row
 };
 
 class RemoteBigtable final : public Bigtable {
@@ -1556,7 +1787,8 @@ class RemoteBigtable final : public Bigtable {
                  const std::shared_ptr<grpc::Channel>& data,
                  const std::shared_ptr<grpc::Channel>& admin)
       : client_(options, data, admin),
-        cache_(options.read_cache_ttl, options.schema_cache_ttl) {}
+        cache_(options.read_cache_ttl, options.schema_cache_ttl),
+        parking_(options.read_cache_ttl, &cache_) {}
 
   // ---- Schema ----
 
@@ -1985,9 +2217,22 @@ class RemoteBigtable final : public Bigtable {
       none.set_block_all_filter(true);
       TABLETFS_RETURN_IF_ERROR(ReadOneRow(table, "-", none).status());
     }
+    // Scans without values may take over (and leave) a parked stream.
+    const bool parkable =
+        parking_.enabled() && options.content != ScanContent::kCells;
+    std::unique_ptr<ParkedStreams::Parked> parked;
+    if (parkable) {
+      parked = parking_.Take(ParkedStreams::Key(table, start, end, filter));
+    }
     auto scanner = std::make_unique<RemoteScanner>(
-        &client_, cacheable ? &cache_ : nullptr, std::string(table),
+        &client_, cacheable ? &cache_ : nullptr,
+        parkable ? &parking_ : nullptr, &cache_, std::string(table),
         std::move(filter), std::move(start), std::move(end));
+    if (parked != nullptr) {
+      client_.stats()->CacheHit();
+      scanner->Adopt(std::move(parked));
+      return std::unique_ptr<Scanner>(std::move(scanner));
+    }
     scanner->SeekToFirst();
     TABLETFS_RETURN_IF_ERROR(scanner->status());
     return std::unique_ptr<Scanner>(std::move(scanner));
@@ -2453,6 +2698,8 @@ class RemoteBigtable final : public Bigtable {
 
   Client client_;
   ReadCache cache_;
+  // Destroyed before the client: parked streams are its calls.
+  ParkedStreams parking_;
   // Set once a server refused a range finer than a millisecond.
   std::atomic<bool> millisecond_ranges_{false};
   Mutex mu_;

@@ -129,7 +129,15 @@
 //     one tablet over everything when the server reports only the end.
 //   - A Scanner holds its current row whole and the response it came in,
 //     and keeps its ReadRows stream open until destroyed or moved past the
-//     end (the daemon keeps a thread on it meanwhile).
+//     end (the daemon keeps a thread on it meanwhile). With the read cache
+//     on, a scanner without values (kNoValues, kRows) that read only from
+//     its range's start on leaves its stream and the rows it read (at most
+//     32768 cells) parked when destroyed, for the read cache's TTL from
+//     the stream's opening and until a write through this client; a new
+//     scanner of the same table, range and read options takes them over,
+//     reading those rows again from memory and the rest from the stream
+//     (so a mount's getattr of a table and the listing after it are one
+//     ReadRows). At most 8 are parked; a thread cancels the stale ones.
 //   - Read cache (RemoteOptions::read_cache_ttl, schema_cache_ttl; off by
 //     default, a mount's daemon turns it on): answers of the server read
 //     again within the TTL. Kept: the newest version of a cell (or that

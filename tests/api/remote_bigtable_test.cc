@@ -1067,6 +1067,101 @@ TEST_F(RemoteBigtableTest, ReadCacheKeepsNewestVersionsForItsTtl) {
   EXPECT_EQ(newest("s"), "s2");
 }
 
+// A scan without values from a table's start leaves its stream parked for
+// the read cache's TTL: the next such scan of the same rows takes it over
+// (a mount's `ls TABLE`: the table's getattr reads its first rows, the
+// listing then all of them), reading the rows already fetched from memory
+// and the rest from the same stream: one ReadRows for both, the same rows
+// as a fresh scan. Not after a write through the client, for other read
+// options, for a scan that moved elsewhere, or past the TTL.
+TEST_F(RemoteBigtableTest, ScansFromTheStartTakeOverAParkedStream) {
+  constexpr int kRows = 700;
+  for (int i = 0; i < kRows; i++) {
+    RowMutation m(Numbered("row", i));
+    m.SetCell("f", "a", 1000 + i, "value a");
+    m.SetCell("g", "b", 2000 + i, "value b");
+    ASSERT_TRUE(store_->Apply("t", m, WriteOptions()).ok());
+  }
+  RemoteOptions o = OptionsFor("unix:" + dir_ + "/bigtable.sock");
+  o.read_cache_ttl = std::chrono::milliseconds(60000);
+  auto cached = ConnectBigtable(o);
+  ASSERT_TRUE(cached.ok()) << cached.status().ToString();
+  Bigtable& c = **cached;
+  ScanOptions so;
+  so.read.max_versions = 1;
+  so.content = ScanContent::kNoValues;
+  auto names = [](Scanner& s, int rows) {
+    std::vector<std::string> out;
+    for (int n = 0; s.Valid() && n < rows; n++, s.NextRow()) {
+      out.push_back(std::string(s.row()) + "/" + std::string(s.family()) +
+                    ":" + std::to_string(s.timestamp()));
+    }
+    return out;
+  };
+  auto expected = [&] {
+    auto s = store_->NewScanner("t", so);
+    return s.ok() ? names(**s, 1 << 30) : std::vector<std::string>{};
+  };
+  // ReadRows counted as each ends (a parked stream has not).
+  auto reads = [&] { return StatOf(c, "ReadRows_rpcs"); };
+  {
+    auto s = c.NewScanner("t", so);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(names(**s, 100).size(), 100u);  // then parked
+  }
+  EXPECT_EQ(reads(), 0u);
+  for (int pass = 0; pass < 2; pass++) {
+    // Taken over mid-stream, then (ended) from memory alone.
+    auto s = c.NewScanner("t", so);
+    ASSERT_TRUE(s.ok());
+    (*s)->SeekToFirst();
+    EXPECT_EQ(names(**s, 1 << 30), expected()) << "pass " << pass;
+    EXPECT_TRUE((*s)->status().ok());
+  }
+  EXPECT_EQ(reads(), 1u) << c.StatsText();
+  EXPECT_GE(StatOf(c, "cache_hits"), 2u);
+  // Other read options: a stream of their own.
+  ScanOptions rows = so;
+  rows.content = ScanContent::kRows;
+  EXPECT_EQ(ScanAll(c, "t", rows).size(), kRows + 1u);
+  EXPECT_EQ(reads(), 2u);
+  // A scan that takes over and moves elsewhere reads anew and leaves
+  // nothing parked.
+  {
+    auto s = c.NewScanner("t", so);
+    ASSERT_TRUE(s.ok());
+    (*s)->Seek(Numbered("row", 600));
+    EXPECT_EQ((*s)->row(), Numbered("row", 600));
+  }
+  EXPECT_EQ(reads(), 3u);
+  EXPECT_EQ(ScanAll(c, "t", so).size(), 2u * kRows + 1);
+  EXPECT_EQ(reads(), 4u);
+  // A write through this client: read anew, and seen.
+  RowMutation m(Numbered("row", 0));
+  m.SetCell("f", "a", 9000, "newer");
+  ASSERT_TRUE(c.Apply("t", m, WriteOptions()).ok());
+  {
+    auto s = c.NewScanner("t", so);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(names(**s, 1 << 30), expected());
+  }
+  EXPECT_EQ(reads(), 5u);
+  // Past the TTL: the parked stream is cancelled, a new one opens.
+  o.read_cache_ttl = std::chrono::milliseconds(50);
+  auto brief = ConnectBigtable(o);
+  ASSERT_TRUE(brief.ok());
+  {
+    auto s = (*brief)->NewScanner("t", so);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(names(**s, 10).size(), 10u);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  EXPECT_EQ(StatOf(**brief, "ReadRows_cancelled"), 1u)
+      << (*brief)->StatsText();
+  EXPECT_EQ(ScanAll(**brief, "t", so).size(), 2u * kRows + 1);
+  EXPECT_EQ(StatOf(**brief, "ReadRows_rpcs"), 2u);
+}
+
 // A read of one cell brings the row's small cells (values up to 1000
 // bytes) into the read cache, and a scan of one row is kept whole: what
 // the OPENs of a directory's cells and the listings of a row and its

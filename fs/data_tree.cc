@@ -171,6 +171,7 @@ FsError DataTreeArea::DirTimesOf(const Node& n, DirTimes* out) {
   so.read.max_versions = 1;
   so.content = ScanContent::kNoValues;  // times and names only
   if (n.kind == NodeKind::kTable) {
+    if (n.view == View::kPrefix) so.prefix = n.view_prefix;
     // Bounded: the table's first rows (ScanTableTimes).
     auto scanner = db_->NewScanner(n.table, so);
     if (!scanner.ok()) return FsErrorFromStatus(scanner.status());

@@ -65,6 +65,7 @@ Node DirHandle::ChildBase(NodeKind kind) const {
   n.family = dir_.family;
   n.view = dir_.view;
   n.view_at = dir_.view_at;
+  n.view_prefix = dir_.view_prefix;
   return n;
 }
 
@@ -300,7 +301,9 @@ FsError DirHandle::NextEntry(std::optional<DirEntry>* out) {
     case NodeKind::kStatusFile:
       return FsError::Of(ENOTDIR, dir_.DebugPath() + " is a file");
     case NodeKind::kAtRoot:
-      return FsError::Ok();  // .at/ lists nothing
+    case NodeKind::kPrefixRoot:
+    case NodeKind::kPrefixTable:
+      return FsError::Ok();  // .at/, .prefix/ and .prefix/TABLE/: nothing
     default:
       break;
   }
@@ -397,6 +400,7 @@ FsError DirHandle::NextRowEntry(std::optional<DirEntry>* out) {
     so.read.max_versions = 1;
     // Row names and times: one streamed read without values.
     so.content = ScanContent::kNoValues;
+    if (dir_.view == View::kPrefix) so.prefix = dir_.view_prefix;
     auto scanner = db_->NewScanner(dir_.table, so);
     if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
     scanner_ = std::move(scanner).value();

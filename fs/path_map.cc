@@ -15,6 +15,7 @@ Node Node::Parent() const {
   Node p;
   p.view = view;
   p.view_at = view_at;
+  p.view_prefix = view_prefix;
   p.table = table;
   switch (kind) {
     case NodeKind::kRoot:
@@ -23,6 +24,12 @@ Node Node::Parent() const {
       if (view == View::kAt) p.kind = NodeKind::kAtRoot;
       return p;
     case NodeKind::kTable:
+      if (view == View::kPrefix) {  // .prefix/TABLE/P
+        p = Node();
+        p.kind = NodeKind::kPrefixTable;
+        p.table = table;
+        return p;
+      }
       p.kind = NodeKind::kRoot;
       p.table.clear();
       return p;
@@ -40,8 +47,13 @@ Node Node::Parent() const {
       return p;
     case NodeKind::kSchemaRoot:
     case NodeKind::kAtRoot:
+    case NodeKind::kPrefixRoot:
     case NodeKind::kStatusDir:
       return Node();
+    case NodeKind::kPrefixTable:
+      p = Node();
+      p.kind = NodeKind::kPrefixRoot;
+      return p;
     case NodeKind::kSchemaTable:
       p.kind = NodeKind::kSchemaRoot;
       p.table.clear();
@@ -71,6 +83,8 @@ std::string Node::DebugPath() const {
             .append(kAtDirName)
             .append("/")
             .append(std::to_string(view_at));
+      case View::kPrefix:
+        break;  // a prefix view has no root of its own
     }
   }
   std::string parent = Parent().DebugPath();
@@ -91,6 +105,7 @@ size_t NodeHash::operator()(const Node& node) const {
   mix(node.at.has_value() ? std::hash<int64_t>()(*node.at) : 7);
   mix(static_cast<size_t>(node.view));
   mix(std::hash<int64_t>()(node.view_at));
+  mix(h(node.view_prefix));
   mix(h(node.name));
   return v;
 }
@@ -104,6 +119,7 @@ FsError ParseChild(const Node& parent, std::string_view name,
   n.family = parent.family;
   n.view = parent.view;
   n.view_at = parent.view_at;
+  n.view_prefix = parent.view_prefix;
   switch (parent.kind) {
     case NodeKind::kRoot:
       if (parent.view == View::kCurrent) {
@@ -118,6 +134,10 @@ FsError ParseChild(const Node& parent, std::string_view name,
         }
         if (name == kAtDirName) {
           n.kind = NodeKind::kAtRoot;
+          break;
+        }
+        if (name == kPrefixDirName) {
+          n.kind = NodeKind::kPrefixRoot;
           break;
         }
         if (name == kStatusDirName) {
@@ -136,6 +156,28 @@ FsError ParseChild(const Node& parent, std::string_view name,
       n.kind = NodeKind::kRoot;
       n.view = View::kAt;
       n.view_at = t;
+      break;
+    }
+    case NodeKind::kPrefixRoot:
+      TABLETFS_FS_RETURN_IF_ERROR(ParseTableName(name));
+      n = Node();
+      n.kind = NodeKind::kPrefixTable;
+      n.table = std::string(name);
+      break;
+    case NodeKind::kPrefixTable: {
+      // A prefix in the row-name encoding; a hashed name stands for one
+      // whole key, never a prefix.
+      ParsedName parsed;
+      TABLETFS_FS_RETURN_IF_ERROR(ParseRowName(name, &parsed));
+      if (parsed.hashed) {
+        return FsError::Of(EINVAL, "a prefix cannot be a hashed name: '" +
+                                       std::string(name) + "'");
+      }
+      n = Node();
+      n.kind = NodeKind::kTable;
+      n.view = View::kPrefix;
+      n.table = parent.table;
+      n.view_prefix = std::move(parsed.key);
       break;
     }
     case NodeKind::kStatusDir:
@@ -210,15 +252,23 @@ std::string ListedName(const Node& node) {
           return std::string(kVersionsDirName);
         case View::kAt:
           return std::to_string(node.view_at);
+        case View::kPrefix:
+          break;
       }
       return "/";
     case NodeKind::kAtRoot:
       return std::string(kAtDirName);
+    case NodeKind::kPrefixRoot:
+      return std::string(kPrefixDirName);
+    case NodeKind::kPrefixTable:
+      return node.table;
     case NodeKind::kStatusDir:
       return std::string(kStatusDirName);
     case NodeKind::kStatusFile:
       return node.name;
     case NodeKind::kTable:
+      if (node.view == View::kPrefix) return ShownName(node.view_prefix);
+      return node.table;
     case NodeKind::kSchemaTable:
       return node.table;
     case NodeKind::kRow:

@@ -28,6 +28,8 @@ enum class NodeKind : uint8_t {
   kSchemaTable,   // MOUNT/.schema/TABLE/
   kSchemaFamily,  // MOUNT/.schema/TABLE/FAMILY (a file)
   kAtRoot,        // MOUNT/.at/ (lists nothing)
+  kPrefixRoot,    // MOUNT/.prefix/ (lists nothing)
+  kPrefixTable,   // MOUNT/.prefix/TABLE/ (lists nothing: names are prefixes)
   kStatusDir,     // MOUNT/.tabletfs/
   kStatusFile,    // MOUNT/.tabletfs/NAME
 };
@@ -37,7 +39,11 @@ enum class NodeKind : uint8_t {
 //   kVersions  MOUNT/.versions/...  every version as QUALIFIER@T (kCell
 //                                   with `at` = exactly T), newest first
 //   kAt        MOUNT/.at/T/...      read-only, as of time view_at
-enum class View : uint8_t { kCurrent, kVersions, kAt };
+//   kPrefix    MOUNT/.prefix/TABLE/P/...  read-only, the newest versions of
+//                                   the rows whose key starts with
+//                                   view_prefix; the view's kTable node is
+//                                   the directory P
+enum class View : uint8_t { kCurrent, kVersions, kAt, kPrefix };
 
 // One node of the namespace. Which fields are set depends on `kind`:
 // table for everything below the root, row from kRow, family from kFamily
@@ -51,6 +57,7 @@ struct Node {
   std::optional<int64_t> at;
   View view = View::kCurrent;
   int64_t view_at = 0;  // kAt
+  std::string view_prefix;  // kPrefix (a row key prefix, not empty)
   std::string name;     // kStatusFile
 
   bool operator==(const Node& other) const = default;
@@ -73,6 +80,7 @@ struct NodeHash {
 inline constexpr std::string_view kSchemaDirName = ".schema";
 inline constexpr std::string_view kVersionsDirName = ".versions";
 inline constexpr std::string_view kAtDirName = ".at";
+inline constexpr std::string_view kPrefixDirName = ".prefix";
 inline constexpr std::string_view kStatusDirName = ".tabletfs";
 // The files of `.tabletfs/` (their text: fs/status_files.h), sorted as `ls`
 // lists them.

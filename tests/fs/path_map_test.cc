@@ -99,6 +99,33 @@ TEST(PathMapTest, VersionsAndAtViews) {
   EXPECT_EQ(cell.Parent().Parent().Parent().Parent(), at);
   EXPECT_EQ(at.Parent(), at_root);
 
+  // .prefix/TABLE/P/ROW/...: P decoded as a row name; the nodes of the
+  // view name their prefix, so they differ from the same rows elsewhere.
+  Node prefix_root = Child(Root(), ".prefix");
+  EXPECT_EQ(prefix_root.kind, NodeKind::kPrefixRoot);
+  EXPECT_EQ(ChildErr(prefix_root, "bad/name"), EINVAL);
+  Node prefix_table = Child(prefix_root, "t");
+  EXPECT_EQ(prefix_table.kind, NodeKind::kPrefixTable);
+  EXPECT_EQ(prefix_table.table, "t");
+  Node slice = Child(prefix_table, "a%2F");
+  EXPECT_EQ(slice.kind, NodeKind::kTable);
+  EXPECT_EQ(slice.view, View::kPrefix);
+  EXPECT_EQ(slice.view_prefix, "a/");
+  EXPECT_EQ(ListedName(slice), "a%2F");
+  EXPECT_EQ(ChildErr(prefix_table, "a%~0123456789abcdef"), EINVAL);
+  Node in_slice = Child(Child(Child(slice, "a%2Fb"), "f"), "q");
+  EXPECT_EQ(in_slice.view, View::kPrefix);
+  EXPECT_EQ(in_slice.view_prefix, "a/");
+  EXPECT_EQ(in_slice.row, "a/b");
+  EXPECT_EQ(in_slice.DebugPath(), "/.prefix/t/a%2F/a%2Fb/f/q");
+  EXPECT_EQ(in_slice.Parent().Parent().Parent(), slice);
+  EXPECT_EQ(slice.Parent(), prefix_table);
+  EXPECT_EQ(prefix_table.Parent(), prefix_root);
+  EXPECT_EQ(prefix_root.Parent(), Root());
+  Node same_row = Child(Child(Child(Child(Root(), "t"), "a%2Fb"), "f"), "q");
+  EXPECT_NE(in_slice, same_row);
+  EXPECT_NE(NodeHash()(in_slice), NodeHash()(same_row));
+
   Node stats = Child(Child(Root(), ".tabletfs"), "stats");
   EXPECT_EQ(stats.kind, NodeKind::kStatusFile);
   EXPECT_FALSE(stats.IsDirectory());

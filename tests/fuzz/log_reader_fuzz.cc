@@ -114,9 +114,16 @@ void FuzzStructured(FuzzedDataProvider& fdp) {
     case kTruncate:
       file.resize(pos);
       break;
-    case kZeroTail:
+    case kZeroTail: {
+      // Zeros over zeros change nothing: the damage begins at the first
+      // byte from pos on that was not zero (none: the log is intact).
+      size_t first = pos;
+      while (first < file.size() && file[first] == '\0') ++first;
       std::fill(file.begin() + pos, file.end(), '\0');
+      pos = first;
+      if (first == file.size()) damage = kNone;
       break;
+    }
     case kFlip:
       file[pos] = static_cast<char>(file[pos] ^ mask);
       break;

@@ -13,12 +13,15 @@
 
 #include "store/schema.h"
 #include "store/status.h"
+#include "store/util/text_coding.h"
 
 namespace tabletfs::cli {
 
-// True when `text` is valid UTF-8 (RFC 3629: no overlong forms, no
-// surrogates, nothing above U+10FFFF).
-bool IsValidUtf8(std::string_view text);
+// UTF-8, base64 and JSON strings: store/util/text_coding.h.
+using tabletfs::Base64Decode;
+using tabletfs::Base64Encode;
+using tabletfs::IsValidUtf8;
+using tabletfs::JsonQuote;
 
 // True when `text` can be shown as itself without ambiguity: valid UTF-8,
 // no control characters (C0, DEL, C1), and not starting with '"' (the
@@ -56,14 +59,6 @@ std::optional<uint64_t> ParseUint64(std::string_view text);
 
 // A time T as DESIGN.md writes it: decimal microseconds or ISO-8601 UTC.
 Result<int64_t> ParseTime(std::string_view text);
-
-// Standard base64 (RFC 4648, with padding).
-std::string Base64Encode(std::string_view bytes);
-Result<std::string> Base64Decode(std::string_view text);
-
-// A JSON string literal (with quotes) for valid UTF-8 `text`; control
-// characters become \n, \t, \r, \b, \f or \u00XX.
-std::string JsonQuote(std::string_view text);
 
 // "1.5 MiB", "12 B".
 std::string FormatBytes(uint64_t bytes);

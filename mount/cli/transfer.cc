@@ -521,20 +521,6 @@ Status ExportCsv(Bigtable& db, const std::string& table, ScanOptions scan,
   return scanner->status();
 }
 
-void AppendJsonBytes(std::string* line, std::string_view name,
-                     std::string_view bytes) {
-  line->push_back('"');
-  line->append(name);
-  if (IsValidUtf8(bytes)) {
-    line->append("\":");
-    line->append(JsonQuote(bytes));
-  } else {
-    line->append("_base64\":\"");
-    line->append(Base64Encode(bytes));
-    line->push_back('"');
-  }
-}
-
 Status ExportJsonl(Bigtable& db, const std::string& table, ScanOptions scan,
                    std::ostream& out, ProgressBar* progress, uint64_t* rows,
                    uint64_t* cells) {

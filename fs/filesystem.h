@@ -40,6 +40,7 @@
 #include "fs/names.h"
 #include "fs/open_cells.h"
 #include "fs/path_map.h"
+#include "fs/request_counts.h"
 #include "fs/session.h"
 #include "store/bigtable.h"
 #include "store/util/mutex.h"
@@ -130,6 +131,8 @@ class Filesystem {
   EphemeralDirs& ephemeral() { return ephemeral_; }
   OpenCells& open_cells() { return open_cells_; }
   Mtimes& mtimes() { return mtimes_; }
+  // The FUSE requests served so far, by kind (fs/fuse_ops.cc counts them).
+  RequestCounts& requests() { return requests_; }
   // Test hook (Start): how long unlink and rename of a cell pause between
   // the store's change and the open states following it.
   std::chrono::milliseconds name_change_delay() const {
@@ -258,6 +261,7 @@ class Filesystem {
   EphemeralDirs ephemeral_;
   OpenCells open_cells_{db_, options_.max_value_bytes};
   Mtimes mtimes_{db_};
+  RequestCounts requests_;
   std::unique_ptr<Invalidator> invalidator_;
   // Writes through other doors (Start to Stop); uses invalidator_.
   std::unique_ptr<ChangeListener> listener_;

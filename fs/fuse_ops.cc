@@ -10,6 +10,8 @@
 // debug level). Nothing throws; locks are released before replying (see
 // the lock order in fs/inode_table.h), and a reply waits for the
 // invalidation notices its request queued (Filesystem::AwaitInvalidations).
+// Every callback first counts its request (Filesystem::requests(),
+// `.tabletfs/stats`).
 #define FUSE_USE_VERSION 314
 
 #include "fs/fuse_ops.h"
@@ -32,6 +34,7 @@
 #include "fs/filesystem.h"
 #include "fs/names.h"
 #include "fs/path_map.h"
+#include "fs/request_counts.h"
 #include "fs/write_path.h"
 
 #ifndef RENAME_NOREPLACE
@@ -47,6 +50,9 @@ namespace {
 Filesystem& Fs(fuse_req_t req) {
   return *static_cast<Filesystem*>(fuse_req_userdata(req));
 }
+
+// Counts the request `req` (one relaxed atomic add).
+void Count(fuse_req_t req, FuseOp op) { Fs(req).requests().Add(op); }
 
 Caller CallerOf(fuse_req_t req) {
   const fuse_ctx* ctx = fuse_req_ctx(req);
@@ -110,7 +116,7 @@ void ExplainNewName(FsError* e) {
 // ---- Names ----
 
 void Init(void* userdata, fuse_conn_info* conn) {
-  (void)userdata;
+  static_cast<Filesystem*>(userdata)->requests().Add(FuseOp::kInit);
   if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) {
     conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
   }
@@ -121,6 +127,7 @@ void Init(void* userdata, fuse_conn_info* conn) {
 }
 
 void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  Count(req, FuseOp::kLookup);
   Filesystem& fs = Fs(req);
   Node p, n;
   FsError e = fs.NodeOf(parent, &p);
@@ -132,11 +139,13 @@ void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
 }
 
 void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  Count(req, FuseOp::kForget);
   Fs(req).Forget(ino, nlookup);
   fuse_reply_none(req);
 }
 
 void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  Count(req, FuseOp::kBatchForget);
   for (size_t i = 0; i < count; i++) {
     Fs(req).Forget(forgets[i].ino, forgets[i].nlookup);
   }
@@ -144,6 +153,7 @@ void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
 }
 
 void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Count(req, FuseOp::kGetattr);
   Filesystem& fs = Fs(req);
   Node n;
   FsError e = fs.NodeOf(ino, &n);
@@ -160,6 +170,7 @@ void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
              fuse_file_info* fi) {
+  Count(req, FuseOp::kSetattr);
   Filesystem& fs = Fs(req);
   Node n;
   FsError e = fs.NodeOf(ino, &n);
@@ -194,6 +205,7 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
 }
 
 void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  Count(req, FuseOp::kMkdir);
   (void)mode;
   Filesystem& fs = Fs(req);
   Node p, n;
@@ -209,6 +221,7 @@ void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
 }
 
 void Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  Count(req, FuseOp::kRmdir);
   Filesystem& fs = Fs(req);
   Node p, n;
   FsError e = fs.NodeOf(parent, &p);
@@ -220,6 +233,7 @@ void Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
 }
 
 void Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  Count(req, FuseOp::kUnlink);
   Filesystem& fs = Fs(req);
   Node p, n;
   FsError e = fs.NodeOf(parent, &p);
@@ -232,6 +246,7 @@ void Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
 
 void Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
             fuse_ino_t newparent, const char* newname, unsigned flags) {
+  Count(req, FuseOp::kRename);
   Filesystem& fs = Fs(req);
   Node p, np, from, to;
   FsError e = fs.NodeOf(parent, &p);
@@ -259,6 +274,7 @@ void Rename(fuse_req_t req, fuse_ino_t parent, const char* name,
 
 void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
             fuse_file_info* fi) {
+  Count(req, FuseOp::kCreate);
   (void)mode;
   Filesystem& fs = Fs(req);
   Node p, n;
@@ -280,6 +296,7 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 }
 
 void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Count(req, FuseOp::kOpen);
   Filesystem& fs = Fs(req);
   Node n;
   FsError e = fs.NodeOf(ino, &n);
@@ -298,6 +315,7 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
           fuse_file_info* fi) {
+  Count(req, FuseOp::kRead);
   (void)ino;
   Filesystem& fs = Fs(req);
   std::shared_ptr<FileHandle> h = fs.FileOf(fi->fh);
@@ -310,6 +328,7 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size,
            off_t off, fuse_file_info* fi) {
+  Count(req, FuseOp::kWrite);
   (void)ino;
   Filesystem& fs = Fs(req);
   std::shared_ptr<FileHandle> h = fs.FileOf(fi->fh);
@@ -321,6 +340,7 @@ void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size,
 }
 
 void Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Count(req, FuseOp::kFlush);
   (void)ino;
   Filesystem& fs = Fs(req);
   std::shared_ptr<FileHandle> h = fs.FileOf(fi->fh);
@@ -331,6 +351,7 @@ void Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Count(req, FuseOp::kRelease);
   (void)ino;
   Filesystem& fs = Fs(req);
   std::shared_ptr<FileHandle> h = fs.FileOf(fi->fh);
@@ -342,6 +363,7 @@ void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
+  Count(req, FuseOp::kFsync);
   (void)ino;
   (void)datasync;
   Filesystem& fs = Fs(req);
@@ -360,6 +382,7 @@ void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
 
 void Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
                off_t length, fuse_file_info* fi) {
+  Count(req, FuseOp::kFallocate);
   (void)mode;
   (void)offset;
   (void)length;
@@ -374,6 +397,7 @@ void Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 // ---- Directories ----
 
 void OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Count(req, FuseOp::kOpendir);
   Filesystem& fs = Fs(req);
   Node n;
   FsError e = fs.NodeOf(ino, &n);
@@ -389,6 +413,7 @@ void OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
              fuse_file_info* fi, bool plus) {
+  Count(req, plus ? FuseOp::kReaddirplus : FuseOp::kReaddir);
   Filesystem& fs = Fs(req);
   DirHandle* d = fs.DirOf(fi->fh);
   if (d == nullptr) return (void)fuse_reply_err(req, EBADF);
@@ -441,6 +466,7 @@ void ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 void ReleaseDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Count(req, FuseOp::kReleasedir);
   (void)ino;
   Fs(req).TakeDir(fi->fh).reset();
   ReplyOk(req);
@@ -448,6 +474,7 @@ void ReleaseDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void FsyncDir(fuse_req_t req, fuse_ino_t ino, int datasync,
               fuse_file_info* fi) {
+  Count(req, FuseOp::kFsyncdir);
   (void)ino;
   (void)datasync;
   (void)fi;
@@ -457,6 +484,7 @@ void FsyncDir(fuse_req_t req, fuse_ino_t ino, int datasync,
 }
 
 void StatFs(fuse_req_t req, fuse_ino_t ino) {
+  Count(req, FuseOp::kStatfs);
   (void)ino;
   const std::string& datadir = Fs(req).options().datadir;
   struct statvfs sv;
@@ -499,19 +527,23 @@ const fuse_lowlevel_ops kOps = [] {
   ops.getattr = GetAttr;
   ops.setattr = SetAttr;
   ops.readlink = [](fuse_req_t req, fuse_ino_t) {
+    Count(req, FuseOp::kReadlink);
     RefuseOp(req, "readlink", EINVAL, "there are no symlinks");
   };
   ops.mknod = [](fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) {
+    Count(req, FuseOp::kMknod);
     RefuseOp(req, "mknod", EPERM, "device nodes and fifos are not supported");
   };
   ops.mkdir = Mkdir;
   ops.unlink = Unlink;
   ops.rmdir = Rmdir;
   ops.symlink = [](fuse_req_t req, const char*, fuse_ino_t, const char*) {
+    Count(req, FuseOp::kSymlink);
     RefuseOp(req, "symlink", EPERM, "symlinks are not supported");
   };
   ops.rename = Rename;
   ops.link = [](fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) {
+    Count(req, FuseOp::kLink);
     RefuseOp(req, "link", EPERM, "hard links are not supported");
   };
   ops.open = Open;
@@ -534,16 +566,20 @@ const fuse_lowlevel_ops kOps = [] {
   ops.statfs = StatFs;
   ops.setxattr = [](fuse_req_t req, fuse_ino_t ino, const char*, const char*,
                     size_t, int) {
+    Count(req, FuseOp::kSetxattr);
     RefuseOnInode(req, ino, "setxattr", ENOTSUP,
                   "extended attributes have no meaning");
   };
   ops.getxattr = [](fuse_req_t req, fuse_ino_t, const char*, size_t) {
+    Count(req, FuseOp::kGetxattr);
     fuse_reply_err(req, ENOTSUP);  // probed by ls and cp: not logged
   };
   ops.listxattr = [](fuse_req_t req, fuse_ino_t, size_t) {
+    Count(req, FuseOp::kListxattr);
     fuse_reply_err(req, ENOTSUP);
   };
   ops.removexattr = [](fuse_req_t req, fuse_ino_t ino, const char*) {
+    Count(req, FuseOp::kRemovexattr);
     RefuseOnInode(req, ino, "removexattr", ENOTSUP,
                   "extended attributes have no meaning");
   };

@@ -32,7 +32,7 @@ class StatusArea : public Area {
       // Generated content, read with direct I/O: the size is a hint.
       std::string text;
       TABLETFS_FS_RETURN_IF_ERROR(
-          StatusFileText(*db_, node.name, &text));
+          StatusFileText(*db_, node.name, &text, &fs_->requests()));
       FileStat(ino, text.size(), st);
       return FsError::Ok();
     }
@@ -61,7 +61,7 @@ class StatusArea : public Area {
     // The text is fixed at open: one read sees one consistent state.
     std::string text;
     TABLETFS_FS_RETURN_IF_ERROR(
-        StatusFileText(*db_, n.name, &text));
+        StatusFileText(*db_, n.name, &text, &fs_->requests()));
     out->handle = fs_->NewBufferHandle(ino, n, FileHandle::Mode::kRead,
                                        std::move(text), false);
     out->direct_io = true;

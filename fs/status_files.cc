@@ -58,10 +58,11 @@ Result<std::string> TabletsText(Bigtable& db,
   return out;
 }
 
-FsError StatusFileText(Bigtable& db, std::string_view name,
-                       std::string* out) {
+FsError StatusFileText(Bigtable& db, std::string_view name, std::string* out,
+                       const RequestCounts* requests) {
   if (name == kStatsFileName) {
     *out = db.StatsText();
+    if (requests != nullptr) *out += requests->Text();
     return FsError::Ok();
   }
   if (name == kTabletsFileName) {

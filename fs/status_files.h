@@ -4,7 +4,10 @@
 //
 //   stats    "key value" lines, Bigtable::StatsText: what the store says of
 //            itself (the engine: DbStats, store/stats.h; a remote store: its
-//            RPCs), whichever implementation it is
+//            RPCs), whichever implementation it is; then, on a mount, the
+//            FUSE requests it served (fs/request_counts.h: fuse_requests,
+//            fuse_LOOKUP, ...), up to and including the OPEN of the stats
+//            file being read
 //   tablets  one line per tablet of every table, tables by name, each
 //            table's tablets in row order, fields separated by one TAB:
 //
@@ -35,6 +38,7 @@
 
 #include "fs/errors.h"
 #include "fs/path_map.h"
+#include "fs/request_counts.h"
 #include "store/bigtable.h"
 
 namespace tabletfs::fs {
@@ -53,9 +57,11 @@ std::string FormatTablets(std::string_view table,
 Result<std::string> TabletsText(Bigtable& db,
                                 const std::optional<std::string>& table);
 
-// The current text of `.tabletfs/NAME`. ENOENT for a name that is not a
-// status file; the store's errors mapped (fs/errors.h).
-FsError StatusFileText(Bigtable& db, std::string_view name, std::string* out);
+// The current text of `.tabletfs/NAME`, with the mount's `requests` in the
+// stats when given. ENOENT for a name that is not a status file; the
+// store's errors mapped (fs/errors.h).
+FsError StatusFileText(Bigtable& db, std::string_view name, std::string* out,
+                       const RequestCounts* requests = nullptr);
 
 }  // namespace tabletfs::fs
 

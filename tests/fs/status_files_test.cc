@@ -105,6 +105,11 @@ TEST_F(StatusFilesDbTest, EveryTableByNameAndTheStats) {
   ASSERT_TRUE(StatusFileText(*db_, "stats", &out).ok());
   EXPECT_NE(out.find("\ntablets 2\n"), std::string::npos) << out;
   EXPECT_EQ(out, db_->GetStats().ToString());
+  // A mount's stats: the store's lines, then its FUSE requests.
+  RequestCounts requests;
+  requests.Add(FuseOp::kOpen);
+  ASSERT_TRUE(StatusFileText(*db_, "stats", &out, &requests).ok());
+  EXPECT_EQ(out, db_->GetStats().ToString() + "fuse_requests 1\nfuse_OPEN 1\n");
 }
 
 TEST_F(StatusFilesDbTest, SplitTabletsAreContiguousLines) {

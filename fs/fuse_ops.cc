@@ -570,13 +570,18 @@ const fuse_lowlevel_ops kOps = [] {
     RefuseOnInode(req, ino, "setxattr", ENOTSUP,
                   "extended attributes have no meaning");
   };
+  // Probed by ls -l (ACLs, SELinux labels), cp -a, and by the kernel
+  // itself before the first write to an existing file (security.capability,
+  // to drop it): not logged. ENOSYS, not ENOTSUP: the kernel then answers
+  // every later getxattr (listxattr) of the mount itself, with the same
+  // EOPNOTSUPP the caller saw, and sends no more of them.
   ops.getxattr = [](fuse_req_t req, fuse_ino_t, const char*, size_t) {
     Count(req, FuseOp::kGetxattr);
-    fuse_reply_err(req, ENOTSUP);  // probed by ls and cp: not logged
+    fuse_reply_err(req, ENOSYS);
   };
   ops.listxattr = [](fuse_req_t req, fuse_ino_t, size_t) {
     Count(req, FuseOp::kListxattr);
-    fuse_reply_err(req, ENOTSUP);
+    fuse_reply_err(req, ENOSYS);
   };
   ops.removexattr = [](fuse_req_t req, fuse_ino_t ino, const char*) {
     Count(req, FuseOp::kRemovexattr);

@@ -1,8 +1,8 @@
 // Area: one namespace area of DESIGN.md "The filesystem namespace" — the
 // tables, rows, families and cells (fs/tables_area.cc), `.schema`
 // (fs/schema_area.cc), `.versions` (fs/versions_area.cc), `.at`
-// (fs/at_area.cc), `.prefix` (fs/prefix_area.cc), `.tabletfs`
-// (fs/status_area.cc) — behind one small
+// (fs/at_area.cc), `.prefix` (fs/prefix_area.cc), `.changes`
+// (fs/changes_area.cc), `.tabletfs` (fs/status_area.cc) — behind one small
 // interface. The FUSE callbacks (fs/fuse_ops.cc) decode a request, find the
 // node's area (Filesystem::AreaOf, by the Node's kind and view) and reply
 // with what it answers; they never switch on a node's kind. Every operation
@@ -22,7 +22,8 @@
 // (fs/filesystem.cc), its names parsed in fs/path_map.cc.
 //
 // Thread safety: an area holds no state of its own beyond the Filesystem's
-// (fs/filesystem.h); every method may be called from any thread.
+// (fs/filesystem.h), except `.changes` (its live feeds); every method may
+// be called from any thread.
 #ifndef TABLETFS_FS_AREA_H_
 #define TABLETFS_FS_AREA_H_
 
@@ -163,6 +164,7 @@ std::unique_ptr<Area> NewSchemaArea(Filesystem* fs);
 std::unique_ptr<Area> NewStatusArea(Filesystem* fs);
 std::unique_ptr<Area> NewAtArea(Filesystem* fs);
 std::unique_ptr<Area> NewPrefixArea(Filesystem* fs);
+std::unique_ptr<Area> NewChangesArea(Filesystem* fs);
 std::unique_ptr<Area> NewVersionsArea(Filesystem* fs);
 std::unique_ptr<Area> NewTablesArea(Filesystem* fs);
 

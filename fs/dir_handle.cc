@@ -299,11 +299,13 @@ FsError DirHandle::NextEntry(std::optional<DirEntry>* out) {
     case NodeKind::kCell:
     case NodeKind::kSchemaFamily:
     case NodeKind::kStatusFile:
+    case NodeKind::kChangesFile:
       return FsError::Of(ENOTDIR, dir_.DebugPath() + " is a file");
     case NodeKind::kAtRoot:
     case NodeKind::kPrefixRoot:
     case NodeKind::kPrefixTable:
-      return FsError::Ok();  // .at/, .prefix/ and .prefix/TABLE/: nothing
+    case NodeKind::kChangesRoot:
+      return FsError::Ok();  // .at/, .prefix/, .prefix/TABLE/, .changes/
     default:
       break;
   }

@@ -47,6 +47,15 @@ class FileHandle {
  public:
   enum class Mode { kRead, kWrite, kAppend };
 
+  // Where a generated file's bytes come from when they grow while it is
+  // open (a `.changes` feed, fs/change_feed.h): reads go to it, not to
+  // the buffer. Read() may be called from any thread.
+  class Source {
+   public:
+    virtual ~Source() = default;
+    virtual FsError Read(off_t offset, size_t size, std::string* out) = 0;
+  };
+
   // `initial`: the value the handle starts from (ignored for kAppend).
   // `fresh`: the open created or truncated the file.
   FileHandle(uint64_t ino, Node node, Mode mode, std::string initial,
@@ -68,6 +77,11 @@ class FileHandle {
   // The shared open state, for cells of the main tree (else nullptr); set
   // at construction.
   const std::shared_ptr<OpenCell>& cell() const { return cell_; }
+  // A read handle's source (set before the handle is shared; else nullptr).
+  void set_source(std::shared_ptr<Source> source) {
+    source_ = std::move(source);
+  }
+  const std::shared_ptr<Source>& source() const { return source_; }
   uint64_t descriptor() const { return descriptor_; }
 
   // Reads up to `size` bytes at `offset` of the buffer (for kAppend: of the
@@ -130,6 +144,7 @@ class FileHandle {
   const Mode mode_;
   const size_t max_value_bytes_;
   const std::shared_ptr<OpenCell> cell_;
+  std::shared_ptr<Source> source_;
   const uint64_t descriptor_ = 0;
 
   mutable Mutex mu_;

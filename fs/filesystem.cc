@@ -83,6 +83,7 @@ Filesystem::Filesystem(Bigtable* db, const SessionOptions& options)
   areas_.push_back(NewStatusArea(this));
   areas_.push_back(NewAtArea(this));
   areas_.push_back(NewPrefixArea(this));
+  areas_.push_back(NewChangesArea(this));
   areas_.push_back(NewVersionsArea(this));
   areas_.push_back(NewTablesArea(this));
   write_path_ = std::make_unique<WritePath>(this);

@@ -54,6 +54,12 @@ Node Node::Parent() const {
       p = Node();
       p.kind = NodeKind::kPrefixRoot;
       return p;
+    case NodeKind::kChangesRoot:
+      return Node();
+    case NodeKind::kChangesFile:
+      p = Node();
+      p.kind = NodeKind::kChangesRoot;
+      return p;
     case NodeKind::kSchemaTable:
       p.kind = NodeKind::kSchemaRoot;
       p.table.clear();
@@ -140,6 +146,10 @@ FsError ParseChild(const Node& parent, std::string_view name,
           n.kind = NodeKind::kPrefixRoot;
           break;
         }
+        if (name == kChangesDirName) {
+          n.kind = NodeKind::kChangesRoot;
+          break;
+        }
         if (name == kStatusDirName) {
           n.kind = NodeKind::kStatusDir;
           break;
@@ -164,6 +174,17 @@ FsError ParseChild(const Node& parent, std::string_view name,
       n.kind = NodeKind::kPrefixTable;
       n.table = std::string(name);
       break;
+    case NodeKind::kChangesRoot: {
+      std::string_view base;
+      std::optional<int64_t> at;
+      TABLETFS_FS_RETURN_IF_ERROR(SplitVersionSuffix(name, &base, &at));
+      TABLETFS_FS_RETURN_IF_ERROR(ParseTableName(base));
+      n = Node();
+      n.kind = NodeKind::kChangesFile;
+      n.table = std::string(base);
+      n.at = at;
+      break;
+    }
     case NodeKind::kPrefixTable: {
       // A prefix in the row-name encoding; a hashed name stands for one
       // whole key, never a prefix.
@@ -236,6 +257,7 @@ FsError ParseChild(const Node& parent, std::string_view name,
     case NodeKind::kCell:
     case NodeKind::kSchemaFamily:
     case NodeKind::kStatusFile:
+    case NodeKind::kChangesFile:
       return FsError::Of(ENOTDIR, parent.DebugPath() + " is a file");
   }
   *out = std::move(c);
@@ -262,6 +284,11 @@ std::string ListedName(const Node& node) {
       return std::string(kPrefixDirName);
     case NodeKind::kPrefixTable:
       return node.table;
+    case NodeKind::kChangesRoot:
+      return std::string(kChangesDirName);
+    case NodeKind::kChangesFile:
+      return node.at.has_value() ? VersionName(node.table, *node.at)
+                                 : node.table;
     case NodeKind::kStatusDir:
       return std::string(kStatusDirName);
     case NodeKind::kStatusFile:

@@ -30,6 +30,8 @@ enum class NodeKind : uint8_t {
   kAtRoot,        // MOUNT/.at/ (lists nothing)
   kPrefixRoot,    // MOUNT/.prefix/ (lists nothing)
   kPrefixTable,   // MOUNT/.prefix/TABLE/ (lists nothing: names are prefixes)
+  kChangesRoot,   // MOUNT/.changes/ (lists nothing)
+  kChangesFile,   // MOUNT/.changes/TABLE[@T] (a file: the table's changes)
   kStatusDir,     // MOUNT/.tabletfs/
   kStatusFile,    // MOUNT/.tabletfs/NAME
 };
@@ -64,7 +66,7 @@ struct Node {
 
   bool IsDirectory() const {
     return kind != NodeKind::kCell && kind != NodeKind::kSchemaFamily &&
-           kind != NodeKind::kStatusFile;
+           kind != NodeKind::kStatusFile && kind != NodeKind::kChangesFile;
   }
   // The node one level up (the root for the root).
   Node Parent() const;
@@ -81,6 +83,7 @@ inline constexpr std::string_view kSchemaDirName = ".schema";
 inline constexpr std::string_view kVersionsDirName = ".versions";
 inline constexpr std::string_view kAtDirName = ".at";
 inline constexpr std::string_view kPrefixDirName = ".prefix";
+inline constexpr std::string_view kChangesDirName = ".changes";
 inline constexpr std::string_view kStatusDirName = ".tabletfs";
 // The files of `.tabletfs/` (their text: fs/status_files.h), sorted as `ls`
 // lists them.

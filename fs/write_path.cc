@@ -228,6 +228,7 @@ FsError WritePath::Read(FileHandle& h, off_t offset, size_t size,
     MutexLock lock(c.mu());
     return c.Read(h.descriptor(), offset, size, out);
   }
+  if (h.source()) return h.source()->Read(offset, size, out);
   MutexLock lock(h.mu());
   *out = h.Read(offset, size);
   return FsError::Ok();

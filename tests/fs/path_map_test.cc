@@ -126,6 +126,21 @@ TEST(PathMapTest, VersionsAndAtViews) {
   EXPECT_NE(in_slice, same_row);
   EXPECT_NE(NodeHash()(in_slice), NodeHash()(same_row));
 
+  // .changes/TABLE[@T]: a file.
+  Node changes_root = Child(Root(), ".changes");
+  EXPECT_EQ(changes_root.kind, NodeKind::kChangesRoot);
+  Node feed = Child(changes_root, "t");
+  EXPECT_EQ(feed.kind, NodeKind::kChangesFile);
+  EXPECT_FALSE(feed.IsDirectory());
+  EXPECT_EQ(feed.DebugPath(), "/.changes/t");
+  EXPECT_EQ(feed.Parent(), changes_root);
+  Node since = Child(changes_root, "t@1000");
+  EXPECT_EQ(since.table, "t");
+  EXPECT_EQ(since.at, 1000);
+  EXPECT_EQ(ListedName(since), "t@1000");
+  EXPECT_EQ(ChildErr(changes_root, "bad/name"), EINVAL);
+  EXPECT_EQ(ChildErr(feed, "x"), ENOTDIR);
+
   Node stats = Child(Child(Root(), ".tabletfs"), "stats");
   EXPECT_EQ(stats.kind, NodeKind::kStatusFile);
   EXPECT_FALSE(stats.IsDirectory());

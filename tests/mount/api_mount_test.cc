@@ -4,11 +4,15 @@
 // store's change events and drops what the kernel cached); tables made or
 // dropped through one appear or vanish in the other; a kill -9 during API
 // writes loses no acknowledged mutation. Needs root (FUSE).
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -274,11 +278,70 @@ TEST_F(ApiMountTest, BothDoorsAtOnceLoseNothingAndKeepRowsWhole) {
   for (const std::string& c : cells) mount_cells += c.find("/f/m") != std::string::npos;
   EXPECT_EQ(mount_cells, 200);
   for (int r = 0; r < 5; r++) {
-    const std::string row = "r" + std::to_string(r);
+    const std::string row = std::string("r").append(std::to_string(r));
     if (last[r].empty()) continue;
     EXPECT_EQ(ShOk("cat t/" + row + "/f/a"), last[r]);
     EXPECT_EQ(ShOk("cat t/" + row + "/f/b"), last[r]);
   }
+}
+
+// `.changes/TABLE` (issue 21): one JSON line per change, in commit order,
+// whichever door it came through — the mount, the API, tabletctl (which
+// goes through the API on a live mount) — read as `tail -f` reads it:
+// polling the size, reading what was added.
+TEST_F(ApiMountTest, ChangeFeedShowsWritesFromEveryDoorInOrder) {
+  CreateTable("t", {"f"});
+  Mount();
+  Connect();
+  ShOk("mkdir -p t/r/f");
+  const std::string feed = Path(".changes/t");
+  int fd = open(feed.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  const std::string ctl =
+      std::string(TABLETFS_BIN_DIR) + "/tabletctl -d '" + datadir() + "' ";
+  for (int i = 0; i < 3; i++) {
+    const std::string n = std::to_string(i);
+    ShOk("printf mount" + n + " > t/r/f/m" + n);
+    ASSERT_TRUE(Set("t", "r", "f", "a" + n, "api" + n).ok());
+    ShOk(ctl + "set t r f:c" + n + "=cli" + n);
+  }
+  // What tail -f does on FUSE: stat for the size, read what is new.
+  std::string text;
+  for (int i = 0; i < 1000 && std::count(text.begin(), text.end(), '\n') < 9;
+       i++) {
+    struct stat st;
+    ASSERT_EQ(fstat(fd, &st), 0);
+    if (static_cast<size_t>(st.st_size) > text.size()) {
+      std::string buf(static_cast<size_t>(st.st_size) - text.size(), '\0');
+      ssize_t n = pread(fd, buf.data(), buf.size(),
+                        static_cast<off_t>(text.size()));
+      ASSERT_GT(n, 0) << strerror(errno);
+      text.append(buf.data(), static_cast<size_t>(n));
+    } else {
+      usleep(10000);
+    }
+  }
+  close(fd);
+  // Timestamps aside, line by line.
+  std::string lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    size_t t = line.find(",\"timestamp\":");
+    ASSERT_NE(t, std::string::npos) << line;
+    lines += line.substr(0, t) + line.substr(line.find(',', t + 1)) + "\n";
+  }
+  std::string expected;
+  for (int i = 0; i < 3; i++) {
+    const std::string n = std::to_string(i);
+    for (const auto& [q, v] : {std::pair<std::string, std::string>{"m", "mount"},
+                               {"a", "api"},
+                               {"c", "cli"}}) {
+      expected += "{\"kind\":\"set\",\"row\":\"r\",\"family\":\"f\","
+                  "\"qualifier\":\"" + q + n + "\",\"value\":\"" + v + n +
+                  "\"}\n";
+    }
+  }
+  EXPECT_EQ(lines, expected) << text;
 }
 
 // tabletctl on a mounted data directory goes through the daemon's socket:

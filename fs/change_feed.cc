@@ -1,0 +1,179 @@
+#include "fs/change_feed.h"
+
+#include <errno.h>
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include "fs/filesystem.h"
+#include "fs/log.h"
+#include "store/util/text_coding.h"
+
+namespace tabletfs::fs {
+
+FsError ChangeFeed::Start(Bigtable* db, std::string table,
+                          std::shared_ptr<ChangeFeed>* out) {
+  SubscribeOptions so;
+  so.table = table;
+  auto sub = db->Subscribe(so);
+  if (sub.status().IsNotSupported()) {
+    return FsError::Of(ENOTSUP, "the store sends no change events (a remote "
+                                "Bigtable): no .changes/" + table);
+  }
+  if (!sub.ok()) return FsErrorFromStatus(sub.status());
+  out->reset(new ChangeFeed(db, std::move(table), std::move(sub).value()));
+  return FsError::Ok();
+}
+
+ChangeFeed::ChangeFeed(Bigtable* db, std::string table,
+                       std::unique_ptr<ChangeSubscription> subscription)
+    : db_(db), table_(std::move(table)),
+      subscription_(std::move(subscription)) {
+  {
+    MutexLock lock(&mu_);
+    mtime_ = NowMicros();
+  }
+  thread_ = std::thread([this] { Run(); });
+}
+
+ChangeFeed::~ChangeFeed() {
+  stop_.store(true);
+  subscription_->Wake();
+  thread_.join();
+}
+
+uint64_t ChangeFeed::size() const {
+  MutexLock lock(&mu_);
+  return base_ + text_.size();
+}
+
+int64_t ChangeFeed::mtime() const {
+  MutexLock lock(&mu_);
+  return mtime_;
+}
+
+FsError ChangeFeed::Read(off_t offset, size_t size, std::string* out) {
+  out->clear();
+  MutexLock lock(&mu_);
+  const uint64_t at = static_cast<uint64_t>(std::max<off_t>(offset, 0));
+  if (at < base_) {
+    return FsError::Of(EIO, ".changes/" + table_ + ": the reader fell " +
+                                std::to_string(base_ - at) +
+                                " bytes behind the feed's window; open "
+                                "it again to go on from the newest");
+  }
+  if (at - base_ < text_.size()) *out = text_.substr(at - base_, size);
+  return FsError::Ok();
+}
+
+void ChangeFeed::Append(const std::string& text) {
+  MutexLock lock(&mu_);
+  text_ += text;
+  if (text_.size() > kWindowBytes) {
+    // Whole lines go: the window starts at a line.
+    size_t cut = text_.find('\n', text_.size() - kWindowBytes);
+    cut = cut == std::string::npos ? text_.size() : cut + 1;
+    text_.erase(0, cut);
+    base_ += cut;
+  }
+  mtime_ = NowMicros();
+}
+
+void ChangeFeed::Run() {
+  while (!stop_.load()) {
+    ChangeBatch batch = subscription_->Read(std::chrono::milliseconds(200));
+    std::string text;
+    for (const ChangeEvent& e : batch.events) {
+      if (e.kind != ChangeKind::kSetCell) {
+        text += Line(e, nullptr);
+        continue;
+      }
+      // The version written: read by its timestamp (gone if deleted or
+      // collected since).
+      ReadOptions ro;
+      ro.at = e.timestamp;
+      ro.max_versions = 1;
+      auto versions = db_->ReadCell(e.table, e.row, e.family, e.qualifier, ro);
+      const std::string* value = nullptr;
+      if (versions.ok() && !versions->empty() &&
+          (*versions)[0].timestamp == e.timestamp) {
+        value = &(*versions)[0].value;
+      }
+      text += Line(e, value);
+    }
+    if (batch.lost > 0) {
+      Log(LogLevel::kWarning, ".changes/" + table_ + ": " +
+                                  std::to_string(batch.lost) +
+                                  " events were not queued (the feed fell "
+                                  "behind the writers)");
+      text += "{\"lost\":" + std::to_string(batch.lost) + "}\n";
+    }
+    if (!text.empty()) Append(text);
+  }
+}
+
+std::string ChangeFeed::Line(const ChangeEvent& e, const std::string* value) {
+  std::string line = "{\"kind\":";
+  line += JsonQuote(e.kind == ChangeKind::kSetCell ? std::string_view("set")
+                                                   : ChangeKindName(e.kind));
+  const bool has_row =
+      e.kind != ChangeKind::kDropFamily && e.kind != ChangeKind::kDropTable;
+  const bool has_family =
+      e.kind != ChangeKind::kDeleteRow && e.kind != ChangeKind::kDropTable;
+  const bool has_qualifier = e.kind == ChangeKind::kSetCell ||
+                             e.kind == ChangeKind::kDeleteVersion ||
+                             e.kind == ChangeKind::kDeleteCell;
+  if (has_row) {
+    line += ',';
+    AppendJsonBytes(&line, "row", e.row);
+  }
+  if (has_family) line += ",\"family\":" + JsonQuote(e.family);
+  if (has_qualifier) {
+    line += ',';
+    AppendJsonBytes(&line, "qualifier", e.qualifier);
+  }
+  line += ",\"timestamp\":" + std::to_string(e.timestamp);
+  if (e.kind == ChangeKind::kSetCell) {
+    if (value == nullptr) {
+      line += ",\"value_gone\":true";
+    } else if (value->size() > kMaxValueBytes) {
+      line += ',';
+      AppendJsonBytes(&line, "value",
+                      std::string_view(*value).substr(0, kMaxValueBytes));
+      line += ",\"value_size\":" + std::to_string(value->size()) +
+              ",\"value_cut\":true";
+    } else {
+      line += ',';
+      AppendJsonBytes(&line, "value", *value);
+    }
+  }
+  line += "}\n";
+  return line;
+}
+
+FsError ChangeFeeds::Open(const std::string& table,
+                          std::shared_ptr<ChangeFeed>* out) {
+  MutexLock lock(&mu_);
+  auto it = feeds_.find(table);
+  if (it != feeds_.end()) {
+    if (std::shared_ptr<ChangeFeed> live = it->second.lock()) {
+      *out = std::move(live);
+      return FsError::Ok();
+    }
+  }
+  // Stopped feeds leave expired entries: drop them as new ones start.
+  std::erase_if(feeds_, [](const auto& kv) { return kv.second.expired(); });
+  TABLETFS_FS_RETURN_IF_ERROR(ChangeFeed::Start(db_, table, out));
+  feeds_[table] = *out;
+  return FsError::Ok();
+}
+
+std::shared_ptr<ChangeFeed> ChangeFeeds::Find(const std::string& table) {
+  MutexLock lock(&mu_);
+  auto it = feeds_.find(table);
+  return it == feeds_.end() ? nullptr : it->second.lock();
+}
+
+}  // namespace tabletfs::fs

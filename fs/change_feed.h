@@ -1,0 +1,108 @@
+// ChangeFeed: the text of MOUNT/.changes/TABLE (DESIGN.md "Change feed",
+// issue 21): one JSON line per committed change of the table, in commit
+// order, whatever door it came through (the mount, tabletctl, the API), for
+// as long as someone has the file open.
+//
+// A feed starts at the first open of the file (it shows changes committed
+// after that) and stops at the last close; meanwhile every reader reads one
+// growing text, as readers of a log file do: the file's size is the bytes
+// written so far, its mtime the time of the last line, so `tail -f`
+// (which polls the size of a file on FUSE) prints each line as it comes. A
+// thread per feed reads the store's change subscription and formats the
+// lines; writers never wait for it (the subscription's queue is bounded:
+// when it overflows, a line {"lost":N} says how many events were not
+// seen). The feed keeps its last kWindowBytes of text: a reader that falls
+// further behind gets EIO for the bytes that went (and a log line), and
+// opens the file again to go on from the newest.
+//
+// One line, members in this order, byte strings as `tabletctl export`
+// writes them (store/util/text_coding.h: "name" for UTF-8, "name_base64"
+// else), absent members omitted:
+//   {"kind":"set","row":..,"family":"f","qualifier":..,"timestamp":T,
+//    "value":..}
+// kind: set, delete-version, delete-cell, delete-family, delete-row,
+// drop-family, drop-table. `value` only for set: the version written, read
+// from the store by its timestamp; above kMaxValueBytes only its first
+// kMaxValueBytes, with "value_size":N and "value_cut":true; when the
+// version is gone before the feed read it (deleted, collected),
+// "value_gone":true.
+//
+// Thread safety: all methods may be called from any thread.
+#ifndef TABLETFS_FS_CHANGE_FEED_H_
+#define TABLETFS_FS_CHANGE_FEED_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "fs/errors.h"
+#include "fs/file_handle.h"
+#include "store/bigtable.h"
+#include "store/changes.h"
+#include "store/util/mutex.h"
+
+namespace tabletfs::fs {
+
+class ChangeFeed : public FileHandle::Source {
+ public:
+  static constexpr size_t kWindowBytes = 4u << 20;
+  static constexpr size_t kMaxValueBytes = 64u << 10;
+
+  // Subscribes to `table` of `db` and starts the thread. ENOTSUP when the
+  // store sends no change events (a remote Bigtable).
+  static FsError Start(Bigtable* db, std::string table,
+                       std::shared_ptr<ChangeFeed>* out);
+  ~ChangeFeed() override;
+
+  // The text at [offset, offset + size): fewer bytes at the end. EIO for
+  // bytes that left the window.
+  FsError Read(off_t offset, size_t size, std::string* out) override;
+  // Bytes written so far, and the time of the last line (microseconds).
+  uint64_t size() const;
+  int64_t mtime() const;
+
+  // The JSON line of `e` (with its newline); `value` for kSetCell (nullptr:
+  // the version is gone).
+  static std::string Line(const ChangeEvent& e, const std::string* value);
+
+ private:
+  ChangeFeed(Bigtable* db, std::string table,
+             std::unique_ptr<ChangeSubscription> subscription);
+  void Run();
+  void Append(const std::string& text);
+
+  Bigtable* const db_;
+  const std::string table_;
+  const std::unique_ptr<ChangeSubscription> subscription_;
+  std::atomic<bool> stop_{false};
+  mutable Mutex mu_;
+  // The window: the text from offset base_ on.
+  std::string text_ GUARDED_BY(mu_);
+  uint64_t base_ GUARDED_BY(mu_) = 0;
+  int64_t mtime_ GUARDED_BY(mu_) = 0;
+  std::thread thread_;
+};
+
+// The live feeds by table: an open joins the table's feed or starts it; the
+// feed stops when its last reader is gone.
+class ChangeFeeds {
+ public:
+  explicit ChangeFeeds(Bigtable* db) : db_(db) {}
+  FsError Open(const std::string& table, std::shared_ptr<ChangeFeed>* out);
+  // The table's live feed, or nullptr.
+  std::shared_ptr<ChangeFeed> Find(const std::string& table);
+
+ private:
+  Bigtable* const db_;
+  Mutex mu_;
+  std::map<std::string, std::weak_ptr<ChangeFeed>> feeds_ GUARDED_BY(mu_);
+};
+
+}  // namespace tabletfs::fs
+
+#endif  // TABLETFS_FS_CHANGE_FEED_H_

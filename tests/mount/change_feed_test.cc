@@ -1,0 +1,158 @@
+// `.changes/TABLE` (issue 21, fs/change_feed.h): the kinds of change and how
+// each is written, values cut above 64 KiB or in base64, a reader that
+// stops reading (writers go on; it is told with EIO once its bytes left the
+// feed's 4 MiB window), and the refusals. The doors and their order:
+// ApiMountTest.ChangeFeedShowsWritesFromEveryDoorInOrder. Needs root (FUSE).
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/util/mount_fixture.h"
+
+namespace tabletfs::testing {
+namespace {
+
+class ChangeFeedTest : public MountFixture {
+ protected:
+  // Reads the feed on `fd` until it holds `lines` lines (10 s at most), as
+  // tail -f does: the size, then what is new.
+  std::vector<std::string> ReadLines(int fd, size_t lines) {
+    std::string text;
+    for (int i = 0;
+         i < 1000 && static_cast<size_t>(std::count(text.begin(), text.end(),
+                                                    '\n')) < lines;
+         i++) {
+      struct stat st;
+      if (fstat(fd, &st) != 0) break;
+      if (static_cast<size_t>(st.st_size) <= text.size()) {
+        usleep(10000);
+        continue;
+      }
+      std::string buf(static_cast<size_t>(st.st_size) - text.size(), '\0');
+      ssize_t n =
+          pread(fd, buf.data(), buf.size(), static_cast<off_t>(text.size()));
+      if (n <= 0) break;
+      text.append(buf.data(), static_cast<size_t>(n));
+    }
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  }
+
+  // `line` without its timestamp member.
+  static std::string Untimed(const std::string& line) {
+    size_t t = line.find(",\"timestamp\":");
+    if (t == std::string::npos) return line;
+    size_t end = line.find_first_of(",}", t + 1);
+    return line.substr(0, t) + line.substr(end);
+  }
+};
+
+TEST_F(ChangeFeedTest, EveryKindOfChangeIsALine) {
+  CreateTable("t", {"f", "g"});
+  Mount();
+  ShOk("mkdir -p t/r/f t/r/g t/s/f && printf old > t/r/f/q && "
+       "printf keep > t/r/g/k && printf s > t/s/f/x");
+  std::string older = ShOk("ls .versions/t/r/f");
+  older.pop_back();
+  int fd = open(Path(".changes/t").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  ShOk("printf new > t/r/f/q");                       // set
+  ShOk("rm .versions/t/r/f/" + older);                // delete-version
+  ShOk("printf '\\377\\001' > t/r/f/bin");            // set, not UTF-8
+  ShOk("rm t/r/f/bin");                               // delete-cell
+  ShOk("head -c 70000 /dev/zero | tr '\\0' v > t/r/f/big");  // set, cut
+  ShOk("rm -r t/s");                                  // the row's cells go
+  ShOk("rm .schema/t/g");                             // drop-family
+  std::vector<std::string> lines = ReadLines(fd, 7);
+  close(fd);
+  ASSERT_EQ(lines.size(), 7u);
+  EXPECT_EQ(Untimed(lines[0]),
+            "{\"kind\":\"set\",\"row\":\"r\",\"family\":\"f\","
+            "\"qualifier\":\"q\",\"value\":\"new\"}");
+  EXPECT_EQ(Untimed(lines[1]),
+            "{\"kind\":\"delete-version\",\"row\":\"r\",\"family\":\"f\","
+            "\"qualifier\":\"q\"}");
+  EXPECT_NE(lines[1].find(",\"timestamp\":" + older.substr(2) + "}"),
+            std::string::npos)
+      << lines[1] << " " << older;
+  EXPECT_EQ(Untimed(lines[2]),
+            "{\"kind\":\"set\",\"row\":\"r\",\"family\":\"f\","
+            "\"qualifier\":\"bin\",\"value_base64\":\"/wE=\"}");
+  EXPECT_EQ(Untimed(lines[3]),
+            "{\"kind\":\"delete-cell\",\"row\":\"r\",\"family\":\"f\","
+            "\"qualifier\":\"bin\"}");
+  // (Compared as a bool: a failure would print 64 KiB.)
+  EXPECT_TRUE(Untimed(lines[4]) ==
+              "{\"kind\":\"set\",\"row\":\"r\",\"family\":\"f\","
+              "\"qualifier\":\"big\",\"value\":\"" +
+                  std::string(65536, 'v') +
+                  "\",\"value_size\":70000,\"value_cut\":true}")
+      << Untimed(lines[4]).substr(0, 200);
+  EXPECT_EQ(Untimed(lines[5]),
+            "{\"kind\":\"delete-cell\",\"row\":\"s\",\"family\":\"f\","
+            "\"qualifier\":\"x\"}");
+  EXPECT_EQ(Untimed(lines[6]), "{\"kind\":\"drop-family\",\"family\":\"g\"}");
+}
+
+// A reader that stops reading never holds writers up: the feed keeps its
+// last 4 MiB; bytes older than that are gone for the reader (EIO, and the
+// log says why), what is newer it reads on.
+TEST_F(ChangeFeedTest, AReaderThatStopsFallsOutOfTheWindow) {
+  CreateTable("t", {"f"});
+  ASSERT_EQ(TryMountForeground({}, {}, daemon_log()), 0);
+  ShOk("mkdir -p t/r/f");
+  int fd = open(Path(".changes/t").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  // 8 MiB of lines (values of 4,000 bytes), read by nobody.
+  ShOk("v=$(head -c 4000 /dev/zero | tr '\\0' x); for i in $(seq 2100); do "
+       "printf %s \"$v\" > t/r/f/q$i; done");
+  struct stat st;
+  for (int i = 0; i < 500; i++) {
+    ASSERT_EQ(fstat(fd, &st), 0);
+    if (st.st_size > (8 << 20)) break;
+    usleep(10000);
+  }
+  ASSERT_GT(st.st_size, 8 << 20);
+  char buf[4096];
+  errno = 0;
+  EXPECT_EQ(pread(fd, buf, sizeof(buf), 0), -1);
+  EXPECT_EQ(errno, EIO);
+  // The newest lines are there.
+  const off_t tail = st.st_size - 100;
+  ssize_t n = pread(fd, buf, sizeof(buf), tail);
+  EXPECT_EQ(n, 100);
+  EXPECT_EQ(std::string(buf + n - 2, 2), "}\n");
+  close(fd);
+  EXPECT_NE(ReadFile(daemon_log()).find("fell"), std::string::npos);
+  // Every write landed.
+  EXPECT_EQ(ShOk("ls t/r/f | wc -l"), "2100\n");
+}
+
+TEST_F(ChangeFeedTest, Refusals) {
+  CreateTable("t", {"f"});
+  Mount();
+  std::string out;
+  EXPECT_NE(Sh("cat .changes/nosuch 2>&1", &out), 0);
+  EXPECT_NE(out.find("No such file or directory"), std::string::npos) << out;
+  EXPECT_NE(Sh("(printf x > .changes/t) 2>&1", &out), 0);
+  EXPECT_NE(out.find("Read-only file system"), std::string::npos) << out;
+  EXPECT_NE(Sh("cat .changes/t@1000 2>&1", &out), 0);
+  EXPECT_NE(out.find("Operation not supported"), std::string::npos) << out;
+  EXPECT_NE(Sh("ls .changes/t/x 2>&1", &out), 0);
+  EXPECT_NE(out.find("Not a directory"), std::string::npos) << out;
+  EXPECT_EQ(ShOk("ls -A .changes; ls -A | grep -c changes || true"), "0\n");
+  // Nobody reading: an empty file.
+  EXPECT_EQ(ShOk("stat -c '%s %F' .changes/t"), "0 regular empty file\n");
+}
+
+}  // namespace
+}  // namespace tabletfs::testing

@@ -17,6 +17,9 @@ FsError ChangeFeed::Start(Bigtable* db, std::string table,
                           std::shared_ptr<ChangeFeed>* out) {
   SubscribeOptions so;
   so.table = table;
+  // Room for a burst (a bulk load through the API commits ~100,000 rows a
+  // second, faster than the feed reads their values): ~100 bytes each.
+  so.max_queued_events = kMaxQueuedEvents;
   auto sub = db->Subscribe(so);
   if (sub.status().IsNotSupported()) {
     return FsError::Of(ENOTSUP, "the store sends no change events (a remote "

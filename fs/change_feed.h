@@ -9,8 +9,8 @@
 // written so far, its mtime the time of the last line, so `tail -f`
 // (which polls the size of a file on FUSE) prints each line as it comes. A
 // thread per feed reads the store's change subscription and formats the
-// lines; writers never wait for it (the subscription's queue is bounded:
-// when it overflows, a line {"lost":N} says how many events were not
+// lines; writers never wait for it (the subscription's queue is bounded,
+// kMaxQueuedEvents: when it overflows, a line {"lost":N} says how many events were not
 // seen). The feed keeps its last kWindowBytes of text: a reader that falls
 // further behind gets EIO for the bytes that went (and a log line), and
 // opens the file again to go on from the newest.
@@ -50,8 +50,9 @@ namespace tabletfs::fs {
 
 class ChangeFeed : public FileHandle::Source {
  public:
-  static constexpr size_t kWindowBytes = 4u << 20;
+  static constexpr size_t kWindowBytes = 8u << 20;
   static constexpr size_t kMaxValueBytes = 64u << 10;
+  static constexpr size_t kMaxQueuedEvents = 65536;
 
   // Subscribes to `table` of `db` and starts the thread. ENOTSUP when the
   // store sends no change events (a remote Bigtable).

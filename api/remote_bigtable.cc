@@ -1346,6 +1346,20 @@ class RowScanner final : public Scanner {
 // client since (the read cache's epoch): the rows are as fresh as the
 // cache's. A reaper thread cancels the streams nobody took in time; at most
 // kMaxParked are kept (the oldest goes first).
+// Where a scan's ReadRows stream stands: the call, the response being read
+// and the row being assembled. Moves from a scanner to ParkedStreams and
+// back.
+struct ScanStream {
+  // nullptr once the stream ended (or failed).
+  std::unique_ptr<ReadRowsCall> call;
+  v2::ReadRowsResponse response;
+  int next_chunk = 0;
+  RowAssembler assembler;
+  // Where the stream's unread part begins: after the last row it gave.
+  std::string resume;
+  int retries = 0;
+};
+
 class ParkedStreams {
  public:
   static constexpr size_t kMaxParked = 8;
@@ -1358,13 +1372,8 @@ class ParkedStreams {
     uint64_t epoch = 0;
     // The rows read so far, from the range's start, in order.
     std::vector<Row> head;
-    // The stream where the scanner left it; call nullptr once ended.
-    std::unique_ptr<ReadRowsCall> call;
-    v2::ReadRowsResponse response;
-    int next_chunk = 0;
-    RowAssembler assembler;
-    std::string resume;
-    int retries = 0;
+    // The stream where the scanner left it.
+    ScanStream stream;
   };
 
   ParkedStreams(std::chrono::milliseconds ttl, const ReadCache* cache)
@@ -1507,12 +1516,7 @@ class RemoteScanner final : public Scanner {
     p->epoch = stream_epoch_;
     p->head = std::move(head_);
     for (Row& r : replay_) p->head.push_back(std::move(r));
-    p->call = std::move(call_);
-    p->response = std::move(response_);
-    p->next_chunk = next_chunk_;
-    p->assembler = std::move(assembler_);
-    p->resume = std::move(resume_);
-    p->retries = retries_;
+    p->stream = std::move(stream_);
     parking_->Park(std::move(p));
   }
 
@@ -1525,12 +1529,7 @@ class RemoteScanner final : public Scanner {
     replay_.assign(std::make_move_iterator(p->head.begin()),
                    std::make_move_iterator(p->head.end()));
     replay_covered_ = start_;
-    call_ = std::move(p->call);
-    response_ = std::move(p->response);
-    next_chunk_ = p->next_chunk;
-    assembler_ = std::move(p->assembler);
-    resume_ = std::move(p->resume);
-    retries_ = p->retries;
+    stream_ = std::move(p->stream);
     status_ = Status::OK();
     LoadNextRow();
   }
@@ -1638,7 +1637,7 @@ class RemoteScanner final : public Scanner {
   // Past the end: no rows at or after `from`.
   void EndAt(std::string from) {
     StopRecording();
-    call_.reset();
+    stream_.call.reset();
     row_.cells.clear();
     pos_ = 0;
     status_ = Status::OK();
@@ -1651,28 +1650,28 @@ class RemoteScanner final : public Scanner {
     opened_once_ = true;
     stream_opened_ = std::chrono::steady_clock::now();
     if (epochs_ != nullptr) stream_epoch_ = epochs_->epoch();
-    assembler_.Restart();
-    retries_ = 0;
+    stream_.assembler.Restart();
+    stream_.retries = 0;
     status_ = Status::OK();
-    resume_ = from;
+    stream_.resume = from;
     OpenStream();
   }
 
-  // A stream over [resume_, end_).
+  // A stream over [stream_.resume, end_).
   void OpenStream() {
-    call_.reset();
-    response_.Clear();
-    next_chunk_ = 0;
-    if (!end_.empty() && resume_ >= end_) return;  // nothing left
+    stream_.call.reset();
+    stream_.response.Clear();
+    stream_.next_chunk = 0;
+    if (!end_.empty() && stream_.resume >= end_) return;  // nothing left
     v2::ReadRowsRequest request;
     client_->Address(table_, &request);
     v2::RowRange* range = request.mutable_rows()->add_row_ranges();
-    if (!resume_.empty()) range->set_start_key_closed(resume_);
+    if (!stream_.resume.empty()) range->set_start_key_closed(stream_.resume);
     if (!end_.empty()) range->set_end_key_open(end_);
     if (filter_.has_value()) *request.mutable_filter() = *filter_;
     if (cache_ != nullptr) epoch_ = cache_->epoch();
-    call_ = std::make_unique<ReadRowsCall>(client_, table_, std::move(request),
-                                           retries_ > 0);
+    stream_.call = std::make_unique<ReadRowsCall>(
+        client_, table_, std::move(request), stream_.retries > 0);
   }
 
   // Reads the next whole row into row_; at the end or on an error row_ is
@@ -1690,33 +1689,35 @@ class RemoteScanner final : public Scanner {
       return;
     }
     // No row lies between where the stream stands and the row it gives.
-    covered_ = resume_;
-    while (call_ != nullptr) {
-      while (next_chunk_ < response_.chunks_size()) {
+    covered_ = stream_.resume;
+    while (stream_.call != nullptr) {
+      while (stream_.next_chunk < stream_.response.chunks_size()) {
         bool committed = false;
-        Status s = assembler_.Add(response_.chunks(next_chunk_++), &committed);
+        Status s = stream_.assembler.Add(
+            stream_.response.chunks(stream_.next_chunk++), &committed);
         if (!s.ok()) return Fail(s);
         if (committed) {
-          row_ = assembler_.TakeRow();
+          row_ = stream_.assembler.TakeRow();
           if (cache_ != nullptr) cache_->PutRow(epoch_, table_, row_);
           Record();
-          resume_ = After(row_.key);
-          retries_ = 0;
+          stream_.resume = After(row_.key);
+          stream_.retries = 0;
           return;
         }
       }
       // Every row of the response delivered: the server vouches that
       // nothing visible lies before the key it last scanned.
-      const std::string& scanned = response_.last_scanned_row_key();
-      if (!scanned.empty() && !assembler_.InRow() && After(scanned) > resume_) {
-        resume_ = After(scanned);
+      const std::string& scanned = stream_.response.last_scanned_row_key();
+      if (!scanned.empty() && !stream_.assembler.InRow() &&
+          After(scanned) > stream_.resume) {
+        stream_.resume = After(scanned);
       }
-      next_chunk_ = 0;
-      if (call_->Next(&response_)) continue;
-      const grpc::Status s = call_->status();
+      stream_.next_chunk = 0;
+      if (stream_.call->Next(&stream_.response)) continue;
+      const grpc::Status s = stream_.call->status();
       if (s.ok()) {
-        call_.reset();
-        if (assembler_.InRow()) {
+        stream_.call.reset();
+        if (stream_.assembler.InRow()) {
           return Fail(
               Status::IOError("ReadRows: the stream ended inside "
                               "row",
@@ -1724,16 +1725,16 @@ class RemoteScanner final : public Scanner {
         }
         return;  // the end
       }
-      if (!Retryable(s, retries_)) return Fail(FromGrpc(s, "ReadRows"));
-      Backoff(retries_++);
-      assembler_.DropPartialRow();
+      if (!Retryable(s, stream_.retries)) return Fail(FromGrpc(s, "ReadRows"));
+      Backoff(stream_.retries++);
+      stream_.assembler.DropPartialRow();
       OpenStream();
     }
   }
 
   void Fail(const Status& s) {
     StopRecording();
-    call_.reset();
+    stream_.call.reset();
     row_.cells.clear();
     pos_ = 0;
     status_ = s;
@@ -1750,14 +1751,7 @@ class RemoteScanner final : public Scanner {
   // The scan's range [start_, end_); empty end_: to the table's end.
   const std::string start_, end_;
 
-  // The stream: nullptr once it ended (or failed).
-  std::unique_ptr<ReadRowsCall> call_;
-  v2::ReadRowsResponse response_;
-  int next_chunk_ = 0;
-  RowAssembler assembler_;
-  // Where the stream's unread part begins: after the last row it gave.
-  std::string resume_;
-  int retries_ = 0;
+  ScanStream stream_;
 
   // The current row and the position in it; Valid() while in it.
   Row row_;

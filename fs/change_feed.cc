@@ -22,8 +22,10 @@ FsError ChangeFeed::Start(Bigtable* db, std::string table,
   so.max_queued_events = kMaxQueuedEvents;
   auto sub = db->Subscribe(so);
   if (sub.status().IsNotSupported()) {
-    return FsError::Of(ENOTSUP, "the store sends no change events (a remote "
-                                "Bigtable): no .changes/" + table);
+    return FsError::Of(ENOTSUP,
+                       "the store sends no change events (a remote "
+                       "Bigtable): no .changes/" +
+                           table);
   }
   if (!sub.ok()) return FsErrorFromStatus(sub.status());
   out->reset(new ChangeFeed(db, std::move(table), std::move(sub).value()));
@@ -32,7 +34,8 @@ FsError ChangeFeed::Start(Bigtable* db, std::string table,
 
 ChangeFeed::ChangeFeed(Bigtable* db, std::string table,
                        std::unique_ptr<ChangeSubscription> subscription)
-    : db_(db), table_(std::move(table)),
+    : db_(db),
+      table_(std::move(table)),
       subscription_(std::move(subscription)) {
   {
     MutexLock lock(&mu_);

@@ -10,9 +10,9 @@
 // (which polls the size of a file on FUSE) prints each line as it comes. A
 // thread per feed reads the store's change subscription and formats the
 // lines; writers never wait for it (the subscription's queue is bounded,
-// kMaxQueuedEvents: when it overflows, a line {"lost":N} says how many events were not
-// seen). The feed keeps its last kWindowBytes of text: a reader that falls
-// further behind gets EIO for the bytes that went (and a log line), and
+// kMaxQueuedEvents: when it overflows, a line {"lost":N} says how many events
+// were not seen). The feed keeps its last kWindowBytes of text: a reader that
+// falls further behind gets EIO for the bytes that went (and a log line), and
 // opens the file again to go on from the newest.
 //
 // One line, members in this order, byte strings as `tabletctl export`

@@ -68,8 +68,8 @@ class ChangesArea : public Area {
       return FsError::Of(EOPNOTSUPP,
                          n.DebugPath() +
                              ": a feed starting at a time is not supported "
-                             "yet; .changes/" + n.table +
-                             " starts at its open");
+                             "yet; .changes/" +
+                             n.table + " starts at its open");
     }
     TABLETFS_FS_RETURN_IF_ERROR(fs_->TableExists(n.table));
     std::shared_ptr<ChangeFeed> feed;

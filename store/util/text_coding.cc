@@ -48,7 +48,6 @@ size_t Utf8SequenceLength(std::string_view text, size_t i) {
   return n;
 }
 
-
 bool IsValidUtf8(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
     const size_t n = Utf8SequenceLength(text, i);

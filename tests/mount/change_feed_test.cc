@@ -25,9 +25,8 @@ class ChangeFeedTest : public MountFixture {
   // tail -f does: the size, then what is new.
   std::vector<std::string> ReadLines(int fd, size_t lines) {
     std::string text;
-    for (int i = 0;
-         i < 1000 && static_cast<size_t>(std::count(text.begin(), text.end(),
-                                                    '\n')) < lines;
+    for (int i = 0; i < 1000 && static_cast<size_t>(std::count(
+                                    text.begin(), text.end(), '\n')) < lines;
          i++) {
       struct stat st;
       if (fstat(fd, &st) != 0) break;
@@ -59,19 +58,20 @@ class ChangeFeedTest : public MountFixture {
 TEST_F(ChangeFeedTest, EveryKindOfChangeIsALine) {
   CreateTable("t", {"f", "g"});
   Mount();
-  ShOk("mkdir -p t/r/f t/r/g t/s/f && printf old > t/r/f/q && "
-       "printf keep > t/r/g/k && printf s > t/s/f/x");
+  ShOk(
+      "mkdir -p t/r/f t/r/g t/s/f && printf old > t/r/f/q && "
+      "printf keep > t/r/g/k && printf s > t/s/f/x");
   std::string older = ShOk("ls .versions/t/r/f");
   older.pop_back();
   int fd = open(Path(".changes/t").c_str(), O_RDONLY);
   ASSERT_GE(fd, 0) << strerror(errno);
-  ShOk("printf new > t/r/f/q");                       // set
-  ShOk("rm .versions/t/r/f/" + older);                // delete-version
-  ShOk("printf '\\377\\001' > t/r/f/bin");            // set, not UTF-8
-  ShOk("rm t/r/f/bin");                               // delete-cell
+  ShOk("printf new > t/r/f/q");                              // set
+  ShOk("rm .versions/t/r/f/" + older);                       // delete-version
+  ShOk("printf '\\377\\001' > t/r/f/bin");                   // set, not UTF-8
+  ShOk("rm t/r/f/bin");                                      // delete-cell
   ShOk("head -c 70000 /dev/zero | tr '\\0' v > t/r/f/big");  // set, cut
-  ShOk("rm -r t/s");                                  // the row's cells go
-  ShOk("rm .schema/t/g");                             // drop-family
+  ShOk("rm -r t/s");       // the row's cells go
+  ShOk("rm .schema/t/g");  // drop-family
   std::vector<std::string> lines = ReadLines(fd, 7);
   close(fd);
   ASSERT_EQ(lines.size(), 7u);
@@ -113,8 +113,9 @@ TEST_F(ChangeFeedTest, AReaderThatStopsFallsOutOfTheWindow) {
   int fd = open(Path(".changes/t").c_str(), O_RDONLY);
   ASSERT_GE(fd, 0);
   // 13 MB of lines (values of 4,000 bytes), read by nobody.
-  ShOk("v=$(head -c 4000 /dev/zero | tr '\\0' x); for i in $(seq 3300); do "
-       "printf %s \"$v\" > t/r/f/q$i; done");
+  ShOk(
+      "v=$(head -c 4000 /dev/zero | tr '\\0' x); for i in $(seq 3300); do "
+      "printf %s \"$v\" > t/r/f/q$i; done");
   struct stat st;
   for (int i = 0; i < 500; i++) {
     ASSERT_EQ(fstat(fd, &st), 0);

@@ -64,8 +64,9 @@ TEST_F(ChangeFeedConcurrencyTest, ReadersSeeEveryWriteOnceInCommitOrder) {
   for (int w = 0; w < kWriters; w++) {
     threads.emplace_back([&, w] {
       for (int i = 0; i < kWrites; i++) {
-        RowMutation m("row" + std::to_string(w));
-        m.SetCell("f", "q" + std::to_string(i), "w" + std::to_string(w));
+        RowMutation m(std::string("row").append(std::to_string(w)));
+        m.SetCell("f", std::string("q").append(std::to_string(i)),
+                  std::string("w").append(std::to_string(w)));
         ASSERT_TRUE(db_->Apply("t", m, WriteOptions()).ok());
       }
     });
@@ -85,9 +86,10 @@ TEST_F(ChangeFeedConcurrencyTest, ReadersSeeEveryWriteOnceInCommitOrder) {
     const int w = line[row + 10] - '0';
     ASSERT_GE(w, 0);
     ASSERT_LT(w, kWriters);
-    EXPECT_NE(line.find("\"qualifier\":\"q" + std::to_string(next[w]) + "\""),
-              std::string::npos)
-        << line;
+    const std::string qualifier = std::string("\"qualifier\":\"q")
+                                      .append(std::to_string(next[w]))
+                                      .append("\"");
+    EXPECT_NE(line.find(qualifier), std::string::npos) << line;
     next[w]++;
   }
   // The last reader gone, the feed stops; the next open starts anew.

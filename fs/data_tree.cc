@@ -68,6 +68,7 @@ FsError DataTreeArea::StatCell(const Node& node, uint64_t ino,
   TABLETFS_FS_RETURN_IF_ERROR(fs_->ReadVersion(node, &v));
   if (!v.exists) return FsError::Of(ENOENT, "no cell " + node.DebugPath());
   fs_->FileStat(ino, settings, v.value.size(), v.timestamp, st);
+  CellMtime(node, v.timestamp, st);
   return FsError::Ok();
 }
 

@@ -51,7 +51,7 @@ class DataTreeArea : public Area {
   // Opens a version (Q@T, `.versions`, `.at`): its value is read at open.
   FsError OpenVersion(uint64_t ino, const Node& node, Opened* out);
   // A cell's attributes, its family's settings given. Default: the version
-  // the node names, ENOENT without one.
+  // the node names (its mtime by CellMtime), ENOENT without one.
   virtual FsError StatCell(const Node& node, uint64_t ino,
                            const FamilySettings& settings, struct stat* st);
   // Whether the row or family directory `dir` exists without cells (made

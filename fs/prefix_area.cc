@@ -70,15 +70,6 @@ class PrefixArea : public DataTreeArea {
 
  protected:
   // The mtimes utimensat set show here too (the same rows and cells).
-  FsError StatCell(const Node& node, uint64_t ino,
-                   const FamilySettings& settings, struct stat* st) override {
-    CellVersion v;
-    TABLETFS_FS_RETURN_IF_ERROR(fs_->ReadVersion(node, &v));
-    if (!v.exists) return FsError::Of(ENOENT, "no cell " + node.DebugPath());
-    fs_->FileStat(ino, settings, v.value.size(), v.timestamp, st);
-    CellMtime(node, v.timestamp, st);
-    return FsError::Ok();
-  }
   std::optional<int64_t> DirMtimeSet(const Node& dir,
                                      int64_t entries) override {
     // The directory P is no directory of the main tree.

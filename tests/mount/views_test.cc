@@ -69,6 +69,8 @@ TEST_P(ViewsTest, PrefixViewsShowTheRowsThatStartWithAPrefix) {
   EXPECT_EQ(ShOk("cat .prefix/t/ap/apricot/f/q"), "AP");
   EXPECT_EQ(ShOk("stat -c '%s %Y' .prefix/t/ap/apple/f/q"),
             ShOk("stat -c '%s %Y' t/apple/f/q"));
+  ShOk("touch -d 2001-02-03T04:05:06Z t/apple/f/q");  // an mtime set
+  EXPECT_EQ(ShOk("stat -c %Y .prefix/t/ap/apple/f/q"), "981173106\n");
   EXPECT_EQ(ShOk("ls .prefix/t/ap/apricot/f"), "p\nq\n");
   EXPECT_EQ(ShOk("find .prefix/t/ap -type f | sort"),
             ".prefix/t/ap/apple/f/q\n.prefix/t/ap/apricot/f/p\n"

@@ -2,7 +2,8 @@
 // tables, rows, families and cells (fs/tables_area.cc), `.schema`
 // (fs/schema_area.cc), `.versions` (fs/versions_area.cc), `.at`
 // (fs/at_area.cc), `.prefix` (fs/prefix_area.cc), `.changes`
-// (fs/changes_area.cc), `.tabletfs` (fs/status_area.cc) — behind one small
+// (fs/changes_area.cc), `.stage` and `.commit` (fs/stage_area.cc),
+// `.tabletfs` (fs/status_area.cc) — behind one small
 // interface. The FUSE callbacks (fs/fuse_ops.cc) decode a request, find the
 // node's area (Filesystem::AreaOf, by the Node's kind and view) and reply
 // with what it answers; they never switch on a node's kind. Every operation
@@ -80,6 +81,12 @@ class Area {
   // The attributes of a listed entry (readdirplus), from what the listing
   // read. Default: a directory of the mount's owner.
   virtual void EntryStat(const DirEntry& de, uint64_t ino, struct stat* st);
+  // Where the listing of directory `node` comes from when not from the
+  // store (DirHandle::NameLister). Default: none.
+  virtual DirHandle::NameLister Lister(const Node& node) {
+    (void)node;
+    return nullptr;
+  }
   // Whether the kernel may not cache `node`'s name and attributes (it
   // changes without a kernel operation on it).
   virtual bool Uncached(const Node& node) {
@@ -165,6 +172,7 @@ std::unique_ptr<Area> NewStatusArea(Filesystem* fs);
 std::unique_ptr<Area> NewAtArea(Filesystem* fs);
 std::unique_ptr<Area> NewPrefixArea(Filesystem* fs);
 std::unique_ptr<Area> NewChangesArea(Filesystem* fs);
+std::unique_ptr<Area> NewStageArea(Filesystem* fs);
 std::unique_ptr<Area> NewVersionsArea(Filesystem* fs);
 std::unique_ptr<Area> NewTablesArea(Filesystem* fs);
 

@@ -12,6 +12,12 @@
 namespace tabletfs::fs {
 namespace {
 
+void SortByName(std::vector<DirEntry>* names) {
+  std::sort(
+      names->begin(), names->end(),
+      [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+}
+
 // The exclusive end of the scan range holding exactly `row`.
 std::string RowEnd(std::string_view row) {
   std::string end(row);
@@ -147,7 +153,8 @@ FsError DirHandle::Step(DirEntry* out, Position* next, bool* end) {
     }
     e = std::move(*entry);
     next->phase = Phase::kEntries;
-    switch (e.node.kind) {
+    // A lister's names resume by name (NextEntry's names path).
+    switch (lister_ ? NodeKind::kStatusFile : e.node.kind) {
       case NodeKind::kTable:
       case NodeKind::kSchemaTable:
         next->key = e.node.table;
@@ -160,7 +167,7 @@ FsError DirHandle::Step(DirEntry* out, Position* next, bool* end) {
         next->key = e.node.family;
         break;
       case NodeKind::kStatusFile:
-        next->key = e.node.name;
+        next->key = e.name;
         break;
       default:
         next->key = e.node.qualifier;
@@ -174,6 +181,12 @@ FsError DirHandle::Step(DirEntry* out, Position* next, bool* end) {
 
 FsError DirHandle::LoadNames() {
   names_.clear();
+  if (lister_) {
+    TABLETFS_FS_RETURN_IF_ERROR(lister_(&names_));
+    SortByName(&names_);
+    names_loaded_ = true;
+    return FsError::Ok();
+  }
   switch (dir_.kind) {
     case NodeKind::kRoot:
     case NodeKind::kSchemaRoot: {
@@ -205,8 +218,7 @@ FsError DirHandle::LoadNames() {
           if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
           (*scanner)->SeekToFirst();
           DirTimes times = ScanTableTimes(
-              **scanner, dir_.view == View::kCurrent ? ephemeral_ : nullptr,
-              t);
+              **scanner, dir_.view == View::kCurrent ? ephemeral_ : nullptr, t);
           if (!(*scanner)->status().ok()) {
             return FsErrorFromStatus((*scanner)->status());
           }
@@ -282,9 +294,7 @@ FsError DirHandle::LoadNames() {
     default:
       break;
   }
-  std::sort(
-      names_.begin(), names_.end(),
-      [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  SortByName(&names_);
   names_loaded_ = true;
   return FsError::Ok();
 }
@@ -321,8 +331,8 @@ FsError DirHandle::NextEntry(std::optional<DirEntry>* out) {
   return FsError::Ok();
 }
 
-DirTimes ScanDirTimes(Scanner& s, std::string_view row,
-                      std::string_view family, std::vector<std::string> made) {
+DirTimes ScanDirTimes(Scanner& s, std::string_view row, std::string_view family,
+                      std::vector<std::string> made) {
   DirTimes t;
   uint64_t hash = 0;
   std::string last;  // the last entry name seen
@@ -433,10 +443,10 @@ FsError DirHandle::NextRowEntry(std::optional<DirEntry>* out) {
   {
     // The row's mtime, as Stat gives it; the scanner moves to the next row
     // (or stays, for a row made by mkdir that has no cells).
-    DirTimes times = ScanDirTimes(
-        *scanner_, *row, {},
-        dir_.view == View::kCurrent ? ephemeral_->Families(dir_.table, *row)
-                                    : std::vector<std::string>());
+    DirTimes times = ScanDirTimes(*scanner_, *row, {},
+                                  dir_.view == View::kCurrent
+                                      ? ephemeral_->Families(dir_.table, *row)
+                                      : std::vector<std::string>());
     if (!scanner_->status().ok()) {
       return FsErrorFromStatus(scanner_->status());
     }

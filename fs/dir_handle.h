@@ -76,8 +76,7 @@ struct DirTimes {
 // `row` (and in `family`, when not empty). A row's entries also count the
 // families made by mkdir that have no cells yet (`made`). Reads no value.
 // Leaves the scanner after them.
-DirTimes ScanDirTimes(Scanner& s, std::string_view row,
-                      std::string_view family,
+DirTimes ScanDirTimes(Scanner& s, std::string_view row, std::string_view family,
                       std::vector<std::string> made = {});
 
 // A table's DirTimes are bounded, so that a stat of a table and a listing
@@ -102,6 +101,11 @@ class DirHandle {
 
   DirHandle(Bigtable* db, EphemeralDirs* ephemeral, Node dir);
   DirHandle(const DirHandle&) = delete;
+
+  // Where an area's directory gets its names instead of the store (the
+  // staging area's, fs/stage_area.cc): called at the start of each pass.
+  using NameLister = std::function<FsError(std::vector<DirEntry>* names)>;
+  void set_lister(NameLister lister) { lister_ = std::move(lister); }
   DirHandle& operator=(const DirHandle&) = delete;
 
   // Calls `emit` for each entry after kernel offset `offset`, until emit
@@ -140,6 +144,7 @@ class DirHandle {
   Bigtable* const db_;
   EphemeralDirs* const ephemeral_;
   const Node dir_;
+  NameLister lister_;
 
   Mutex mu_;
   // Where the stream stands: the last entry handed out and consumed.

@@ -84,6 +84,7 @@ Filesystem::Filesystem(Bigtable* db, const SessionOptions& options)
   areas_.push_back(NewAtArea(this));
   areas_.push_back(NewPrefixArea(this));
   areas_.push_back(NewChangesArea(this));
+  areas_.push_back(NewStageArea(this));
   areas_.push_back(NewVersionsArea(this));
   areas_.push_back(NewTablesArea(this));
   write_path_ = std::make_unique<WritePath>(this);

@@ -407,7 +407,11 @@ void OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     e = FsError::Of(ENOTDIR, n.DebugPath() + " is a file");
   }
   if (!e.ok()) return Refuse(req, "opendir", n.DebugPath(), e);
-  fs.AddDir(std::make_unique<DirHandle>(fs.db(), &fs.ephemeral(), n), &fi->fh);
+  auto d = std::make_unique<DirHandle>(fs.db(), &fs.ephemeral(), n);
+  if (DirHandle::NameLister lister = fs.AreaOf(n).Lister(n)) {
+    d->set_lister(std::move(lister));
+  }
+  fs.AddDir(std::move(d), &fi->fh);
   fuse_reply_open(req, fi);
 }
 

@@ -71,6 +71,34 @@ Node Node::Parent() const {
       p = Node();
       p.kind = NodeKind::kStatusDir;
       return p;
+    case NodeKind::kStageRoot:
+    case NodeKind::kCommitRoot:
+      return Node();
+    case NodeKind::kStageTable:
+      p.kind = NodeKind::kStageRoot;
+      p.table.clear();
+      return p;
+    case NodeKind::kStageRow:
+      p.kind = NodeKind::kStageTable;
+      return p;
+    case NodeKind::kStageFamily:
+    case NodeKind::kStageRowMark:
+      p.kind = NodeKind::kStageRow;
+      p.row = row;
+      return p;
+    case NodeKind::kStageCell:
+    case NodeKind::kStageCellMark:
+      p.kind = NodeKind::kStageFamily;
+      p.row = row;
+      p.family = family;
+      return p;
+    case NodeKind::kCommitTable:
+      p.kind = NodeKind::kCommitRoot;
+      p.table.clear();
+      return p;
+    case NodeKind::kCommitRow:
+      p.kind = NodeKind::kCommitTable;
+      return p;
   }
   return Node();
 }
@@ -152,6 +180,14 @@ FsError ParseChild(const Node& parent, std::string_view name,
         }
         if (name == kStatusDirName) {
           n.kind = NodeKind::kStatusDir;
+          break;
+        }
+        if (name == kStageDirName) {
+          n.kind = NodeKind::kStageRoot;
+          break;
+        }
+        if (name == kCommitDirName) {
+          n.kind = NodeKind::kCommitRoot;
           break;
         }
       }
@@ -254,11 +290,90 @@ FsError ParseChild(const Node& parent, std::string_view name,
       n.kind = NodeKind::kSchemaFamily;
       n.family = std::string(name);
       break;
+    case NodeKind::kStageRoot:
+    case NodeKind::kCommitRoot:
+      TABLETFS_FS_RETURN_IF_ERROR(ParseTableName(name));
+      n.kind = parent.kind == NodeKind::kStageRoot ? NodeKind::kStageTable
+                                                   : NodeKind::kCommitTable;
+      n.table = std::string(name);
+      break;
+    case NodeKind::kStageTable:
+    case NodeKind::kCommitTable: {
+      ParsedName parsed;
+      TABLETFS_FS_RETURN_IF_ERROR(ParseRowName(name, &parsed));
+      if (parsed.hashed) {
+        return FsError::Of(ENAMETOOLONG,
+                           "a staged row is named by its whole key, not "
+                           "a hashed name: '" +
+                               std::string(name) + "'");
+      }
+      n.kind = parent.kind == NodeKind::kStageTable ? NodeKind::kStageRow
+                                                    : NodeKind::kCommitRow;
+      n.row = std::move(parsed.key);
+      break;
+    }
+    case NodeKind::kStageRow:
+    case NodeKind::kStageFamily: {
+      // NAME@delete, and in a row @delete and @if-unchanged.
+      const size_t at = name.rfind('@');
+      if (at != std::string_view::npos) {
+        std::string_view base = name.substr(0, at);
+        std::string_view mark = name.substr(at + 1);
+        const bool in_row = parent.kind == NodeKind::kStageRow;
+        if (mark == kDeleteMark && in_row && !base.empty()) {
+          TABLETFS_FS_RETURN_IF_ERROR(ParseFamilyName(base));
+          n.family = std::string(base);
+        } else if (mark == kDeleteMark && !in_row) {
+          ParsedName parsed;
+          TABLETFS_FS_RETURN_IF_ERROR(ParseName(base, &parsed));
+          if (parsed.hashed) {
+            return FsError::Of(ENAMETOOLONG,
+                               "a staged cell is named by its whole "
+                               "qualifier: '" +
+                                   std::string(name) + "'");
+          }
+          n.qualifier = std::move(parsed.key);
+        } else if (!(in_row && base.empty() &&
+                     (mark == kDeleteMark || mark == kIfUnchangedMark))) {
+          return FsError::Of(EINVAL,
+                             "in the stage, '@' only begins a mark: "
+                             "NAME@delete, or in a row @delete and "
+                             "@if-unchanged; not '" +
+                                 std::string(name) + "'");
+        }
+        n.kind = in_row ? NodeKind::kStageRowMark : NodeKind::kStageCellMark;
+        n.name = std::string(mark);
+        break;
+      }
+      if (parent.kind == NodeKind::kStageRow) {
+        TABLETFS_FS_RETURN_IF_ERROR(ParseFamilyName(name));
+        n.kind = NodeKind::kStageFamily;
+        n.family = std::string(name);
+        break;
+      }
+      ParsedName parsed;
+      TABLETFS_FS_RETURN_IF_ERROR(ParseName(name, &parsed));
+      if (parsed.hashed) {
+        return FsError::Of(ENAMETOOLONG,
+                           "a staged cell is named by its whole qualifier: '" +
+                               std::string(name) + "'");
+      }
+      n.kind = NodeKind::kStageCell;
+      n.qualifier = std::move(parsed.key);
+      break;
+    }
     case NodeKind::kCell:
     case NodeKind::kSchemaFamily:
     case NodeKind::kStatusFile:
     case NodeKind::kChangesFile:
+    case NodeKind::kStageCell:
+    case NodeKind::kStageRowMark:
+    case NodeKind::kStageCellMark:
       return FsError::Of(ENOTDIR, parent.DebugPath() + " is a file");
+    case NodeKind::kCommitRow:
+      return FsError::Of(ENOENT, parent.DebugPath() +
+                                     " is only a name to move a staged row "
+                                     "to");
   }
   *out = std::move(c);
   return FsError::Ok();
@@ -310,6 +425,24 @@ std::string ListedName(const Node& node) {
       return ShownName(node.qualifier);
     case NodeKind::kSchemaRoot:
       return std::string(kSchemaDirName);
+    case NodeKind::kStageRoot:
+      return std::string(kStageDirName);
+    case NodeKind::kCommitRoot:
+      return std::string(kCommitDirName);
+    case NodeKind::kStageTable:
+    case NodeKind::kCommitTable:
+      return node.table;
+    case NodeKind::kStageRow:
+    case NodeKind::kCommitRow:
+      return EncodeName(node.row);
+    case NodeKind::kStageFamily:
+      return node.family;
+    case NodeKind::kStageCell:
+      return EncodeName(node.qualifier);
+    case NodeKind::kStageRowMark:
+      return node.family + "@" + node.name;
+    case NodeKind::kStageCellMark:
+      return EncodeName(node.qualifier) + "@" + node.name;
   }
   return "?";
 }

@@ -34,6 +34,21 @@ enum class NodeKind : uint8_t {
   kChangesFile,   // MOUNT/.changes/TABLE[@T] (a file: the table's changes)
   kStatusDir,     // MOUNT/.tabletfs/
   kStatusFile,    // MOUNT/.tabletfs/NAME
+  // The staging area of row-atomic commits (fs/stage.h):
+  kStageRoot,    // MOUNT/.stage/ (lists the tables with staged rows)
+  kStageTable,   // MOUNT/.stage/TABLE/
+  kStageRow,     // MOUNT/.stage/TABLE/ROW/
+  kStageFamily,  // MOUNT/.stage/TABLE/ROW/FAMILY/
+  kStageCell,    // MOUNT/.stage/TABLE/ROW/FAMILY/QUALIFIER (a file)
+  // A staged deletion or condition (a file; `name` says which):
+  //   ROW/@delete        the row (family empty, name "delete")
+  //   ROW/FAMILY@delete  the family's cells in the row (name "delete")
+  //   ROW/@if-unchanged  the commit's condition (name "if-unchanged")
+  kStageRowMark,
+  kStageCellMark,  // ROW/FAMILY/QUALIFIER@delete: the cell
+  kCommitRoot,     // MOUNT/.commit/ (lists nothing)
+  kCommitTable,    // MOUNT/.commit/TABLE/ (lists nothing)
+  kCommitRow,      // MOUNT/.commit/TABLE/ROW: a rename target, never exists
 };
 
 // Which tree a node of the data (kRoot..kCell) belongs to:
@@ -58,15 +73,17 @@ struct Node {
   std::string qualifier;
   std::optional<int64_t> at;
   View view = View::kCurrent;
-  int64_t view_at = 0;  // kAt
+  int64_t view_at = 0;      // kAt
   std::string view_prefix;  // kPrefix (a row key prefix, not empty)
-  std::string name;     // kStatusFile
+  std::string name;         // kStatusFile; kStage*Mark: what the mark says
 
   bool operator==(const Node& other) const = default;
 
   bool IsDirectory() const {
     return kind != NodeKind::kCell && kind != NodeKind::kSchemaFamily &&
-           kind != NodeKind::kStatusFile && kind != NodeKind::kChangesFile;
+           kind != NodeKind::kStatusFile && kind != NodeKind::kChangesFile &&
+           kind != NodeKind::kStageCell && kind != NodeKind::kStageRowMark &&
+           kind != NodeKind::kStageCellMark;
   }
   // The node one level up (the root for the root).
   Node Parent() const;
@@ -85,6 +102,11 @@ inline constexpr std::string_view kAtDirName = ".at";
 inline constexpr std::string_view kPrefixDirName = ".prefix";
 inline constexpr std::string_view kChangesDirName = ".changes";
 inline constexpr std::string_view kStatusDirName = ".tabletfs";
+inline constexpr std::string_view kStageDirName = ".stage";
+inline constexpr std::string_view kCommitDirName = ".commit";
+// The marks of the staging area: NAME@delete, @if-unchanged.
+inline constexpr std::string_view kDeleteMark = "delete";
+inline constexpr std::string_view kIfUnchangedMark = "if-unchanged";
 // The files of `.tabletfs/` (their text: fs/status_files.h), sorted as `ls`
 // lists them.
 inline constexpr std::string_view kStatsFileName = "stats";

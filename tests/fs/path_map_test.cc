@@ -166,6 +166,46 @@ TEST(PathMapTest, SchemaTree) {
   EXPECT_EQ(ChildErr(family, "x"), ENOTDIR);
 }
 
+TEST(PathMapTest, StageAndCommit) {
+  Node stage = Child(Root(), ".stage");
+  EXPECT_EQ(stage.kind, NodeKind::kStageRoot);
+  Node row = Child(Child(stage, "t"), "a%2Fb");
+  EXPECT_EQ(row.kind, NodeKind::kStageRow);
+  EXPECT_EQ(row.row, "a/b");
+  Node family = Child(row, "f");
+  EXPECT_EQ(family.kind, NodeKind::kStageFamily);
+  Node cell = Child(family, "q");
+  EXPECT_EQ(cell.kind, NodeKind::kStageCell);
+  EXPECT_EQ(cell.Parent(), family);
+  EXPECT_EQ(family.Parent(), row);
+  EXPECT_EQ(cell.DebugPath(), "/.stage/t/a%2Fb/f/q");
+  // The marks: @delete of the row, of a family, of a cell; @if-unchanged.
+  Node del_row = Child(row, "@delete");
+  EXPECT_EQ(del_row.kind, NodeKind::kStageRowMark);
+  EXPECT_EQ(del_row.family, "");
+  EXPECT_EQ(ListedName(del_row), "@delete");
+  Node del_family = Child(row, "f@delete");
+  EXPECT_EQ(del_family.family, "f");
+  EXPECT_EQ(del_family.Parent(), row);
+  EXPECT_EQ(ListedName(del_family), "f@delete");
+  EXPECT_EQ(Child(row, "@if-unchanged").name, "if-unchanged");
+  Node del_cell = Child(family, "%@delete");  // the empty qualifier
+  EXPECT_EQ(del_cell.kind, NodeKind::kStageCellMark);
+  EXPECT_EQ(del_cell.qualifier, "");
+  EXPECT_EQ(ListedName(del_cell), "%@delete");
+  EXPECT_EQ(del_cell.Parent(), family);
+  EXPECT_EQ(ChildErr(row, "f@later"), EINVAL);
+  EXPECT_EQ(ChildErr(family, "@if-unchanged"), EINVAL);
+  EXPECT_EQ(ChildErr(family, "q@1"), EINVAL);
+  EXPECT_EQ(ChildErr(cell, "x"), ENOTDIR);
+  EXPECT_EQ(ChildErr(Child(stage, "t"), "ab%~0123456789abcdef"), ENAMETOOLONG);
+  // .commit/TABLE/ROW is only a name.
+  Node commit_row = Child(Child(Child(Root(), ".commit"), "t"), "r");
+  EXPECT_EQ(commit_row.kind, NodeKind::kCommitRow);
+  EXPECT_EQ(commit_row.DebugPath(), "/.commit/t/r");
+  EXPECT_EQ(ChildErr(commit_row, "f"), ENOENT);
+}
+
 TEST(PathMapTest, HashedNamesAreReportedForResolution) {
   Node family = Child(Child(Child(Root(), "t"), "r"), "f");
   std::string name = std::string(200, 'a') + "%~0123456789abcdef";

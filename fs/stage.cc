@@ -246,64 +246,71 @@ FsError Stage::Value(const Node& n, std::string* out) {
 
 std::vector<std::pair<std::string, Node>> Stage::List(const Node& dir) {
   std::vector<std::pair<std::string, Node>> out;
-  auto add = [&](NodeKind kind, auto&& fill) {
+  // A child of `dir` of `kind`, its other fields set by the caller.
+  auto child = [&dir](NodeKind kind) {
     Node n;
     n.kind = kind;
     n.table = dir.table;
     n.row = dir.row;
     n.family = dir.family;
-    fill(n);
-    out.emplace_back(ListedName(n), std::move(n));
+    return n;
   };
+  auto add = [&out](Node n) { out.emplace_back(ListedName(n), std::move(n)); };
   MutexLock lock(&mu_);
   switch (dir.kind) {
-    case NodeKind::kStageRoot: {
-      const std::string* last = nullptr;
-      for (const auto& [key, row] : rows_) {
-        if (last != nullptr && *last == key.first) continue;
-        last = &key.first;
-        add(NodeKind::kStageTable, [&](Node& n) { n.table = key.first; });
+    case NodeKind::kStageRoot:
+      for (const auto& entry : rows_) {
+        if (!out.empty() && out.back().second.table == entry.first.first) {
+          continue;
+        }
+        Node n = child(NodeKind::kStageTable);
+        n.table = entry.first.first;
+        add(std::move(n));
       }
       break;
-    }
     case NodeKind::kStageTable:
       for (auto it = rows_.lower_bound(RowKey(dir.table, ""));
            it != rows_.end() && it->first.first == dir.table; ++it) {
-        add(NodeKind::kStageRow, [&](Node& n) { n.row = it->first.second; });
+        Node n = child(NodeKind::kStageRow);
+        n.row = it->first.second;
+        add(std::move(n));
       }
       break;
     case NodeKind::kStageRow: {
       Row* r = FindRow(dir);
       if (r == nullptr) break;
-      for (const auto& [family, f] : r->families) {
-        add(NodeKind::kStageFamily, [&](Node& n) { n.family = family; });
+      for (const auto& entry : r->families) {
+        Node n = child(NodeKind::kStageFamily);
+        n.family = entry.first;
+        add(std::move(n));
       }
+      Node mark = child(NodeKind::kStageRowMark);
+      mark.name = std::string(kDeleteMark);
       for (const std::string& family : r->deleted_families) {
-        add(NodeKind::kStageRowMark, [&](Node& n) {
-          n.family = family;
-          n.name = kDeleteMark;
-        });
+        mark.family = family;
+        add(mark);
       }
-      if (r->delete_row) {
-        add(NodeKind::kStageRowMark, [&](Node& n) { n.name = kDeleteMark; });
-      }
+      mark.family.clear();
+      if (r->delete_row) add(mark);
       if (r->if_unchanged) {
-        add(NodeKind::kStageRowMark,
-            [&](Node& n) { n.name = kIfUnchangedMark; });
+        mark.name = std::string(kIfUnchangedMark);
+        add(mark);
       }
       break;
     }
     case NodeKind::kStageFamily: {
       Family* f = FindFamily(dir);
       if (f == nullptr) break;
-      for (const auto& [qualifier, c] : f->cells) {
-        add(NodeKind::kStageCell, [&](Node& n) { n.qualifier = qualifier; });
+      for (const auto& entry : f->cells) {
+        Node n = child(NodeKind::kStageCell);
+        n.qualifier = entry.first;
+        add(std::move(n));
       }
       for (const std::string& qualifier : f->deleted) {
-        add(NodeKind::kStageCellMark, [&](Node& n) {
-          n.qualifier = qualifier;
-          n.name = kDeleteMark;
-        });
+        Node n = child(NodeKind::kStageCellMark);
+        n.qualifier = qualifier;
+        n.name = std::string(kDeleteMark);
+        add(std::move(n));
       }
       break;
     }

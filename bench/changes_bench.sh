@@ -25,18 +25,10 @@ if [[ -z "$bin_dir" || -z "$work" ]]; then
   echo "usage: changes_bench.sh --bin-dir DIR --work DIR [--samples N] [--rows N]" >&2
   exit 2
 fi
-bin_dir=$(cd "$bin_dir" && pwd)
-tabletfs=$bin_dir/tabletfs apibench=$bin_dir/tabletfs_apibench
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
-data=$work/data mnt=$work/mnt
-rm -rf "$data"
-mkdir -p "$data" "$mnt"
-cleanup() {
-  if mountpoint -q "$mnt"; then fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" || true; fi
-}
-trap cleanup EXIT
-"$tabletfs" "$data" "$mnt" 2>>"$work/mount.log"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_require "$bin_dir" tabletfs tabletfs_apibench
+bench_fresh_mount "$work"
+apibench=$bin_dir/tabletfs_apibench
 "$apibench" --endpoint "unix:$data/bigtable.sock" --workload setup >/dev/null
 mkdir -p "$mnt/bench/r/f"
 

@@ -29,24 +29,11 @@ if [[ -z "$bin_dir" || -z "$work" ]]; then
   echo "usage: prefix_compare.sh --bin-dir DIR --work DIR [--rows N] [--prefix P] [--reps N]" >&2
   exit 2
 fi
-bin_dir=$(cd "$bin_dir" && pwd)
-tabletfs=$bin_dir/tabletfs apibench=$bin_dir/tabletfs_apibench
-for b in "$tabletfs" "$apibench"; do
-  if [[ ! -x "$b" ]]; then echo "prefix_compare.sh: $b not built" >&2; exit 1; fi
-done
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
-data=$work/data mnt=$work/mnt
-rm -rf "$data"
-mkdir -p "$data" "$mnt"
-cleanup() {
-  if mountpoint -q "$mnt"; then fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" || true; fi
-}
-trap cleanup EXIT
-
-"$tabletfs" "$data" "$mnt" 2>>"$work/mount.log"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_require "$bin_dir" tabletfs tabletfs_apibench
+bench_fresh_mount "$work"
 for workload in setup load; do
-  "$apibench" --endpoint "unix:$data/bigtable.sock" --workload "$workload" \
+  "$bin_dir/tabletfs_apibench" --endpoint "unix:$data/bigtable.sock" --workload "$workload" \
     --rows "$rows" >/dev/null
 done
 
@@ -70,10 +57,8 @@ for ((rep = 0; rep < reps; rep++)); do
     run view "$view" >>"$results"
   fi
 done
-median() { awk -v n="$1" '$1 == n { print $2 }' "$results" | sort -n |
-  awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 found() { awk -v n="$1" '$1 == n { print $3; exit }' "$results"; }
-v=$(median view) g=$(median grep)
+v=$(bench_median "$results" view) g=$(bench_median "$results" grep)
 echo "rows $rows prefix $prefix reps $reps"
 echo "ls .prefix/bench/$prefix: $v s, $(found view) rows"
 echo "ls bench | grep ^$prefix: $g s, $(found grep) rows"

@@ -30,19 +30,9 @@ if [[ -z "$bin_dir" || -z "$work" ]]; then
   echo "usage: stage_compare.sh --bin-dir DIR --work DIR [--rows N] [--cells N] [--reps N]" >&2
   exit 2
 fi
-tabletfs=$(cd "$bin_dir" && pwd)/tabletfs
-if [[ ! -x "$tabletfs" ]]; then echo "stage_compare.sh: $tabletfs not built" >&2; exit 1; fi
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
-data=$work/data mnt=$work/mnt
-rm -rf "$data"
-mkdir -p "$data" "$mnt"
-cleanup() {
-  if mountpoint -q "$mnt"; then fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" || true; fi
-}
-trap cleanup EXIT
-
-"$tabletfs" "$data" "$mnt" 2>>"$work/mount.log"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_require "$bin_dir" tabletfs
+bench_fresh_mount "$work"
 mkdir "$mnt/bench"
 touch "$mnt/.schema/bench/f"
 
@@ -76,9 +66,7 @@ done
 want=$((reps * rows))
 got=$(ls "$mnt/bench" | grep -c '^staged' || true)
 if ((got != want)); then echo "stage_compare.sh: $got staged rows committed, want $want" >&2; exit 1; fi
-median() { awk -v n="$1" '$1 == n { print $2 }' "$results" | sort -n |
-  awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-s=$(median staged) d=$(median direct)
+s=$(bench_median "$results" staged) d=$(bench_median "$results" direct)
 echo "rows $rows cells $cells reps $reps"
 echo "staged commit of a row of $cells cells: $s ms"
 echo "$cells single-cell writes:              $d ms"

@@ -1,0 +1,42 @@
+# Shared by the mount benchmarks that run one fresh local mount
+# (prefix_compare.sh, changes_bench.sh, stage_compare.sh): source it, then
+#
+#   bench_require BIN_DIR NAME...   exits unless each BIN_DIR/NAME is built;
+#                                   sets bin_dir to BIN_DIR's absolute path
+#   bench_fresh_mount WORK          an empty data directory WORK/data
+#                                   mounted at WORK/mnt by BIN_DIR/tabletfs
+#                                   (log: WORK/mount.log), unmounted at
+#                                   exit; sets work, data and mnt
+#   bench_median FILE NAME          the median of column 2 over FILE's lines
+#                                   whose column 1 is NAME
+#
+# Each script keeps its own arguments and its own measurements.
+
+bench_require() {
+  local dir=$1 name
+  shift
+  if [[ ! -d "$dir" ]]; then echo "$0: no directory $dir" >&2; exit 1; fi
+  bin_dir=$(cd "$dir" && pwd)
+  for name in "$@"; do
+    if [[ ! -x "$bin_dir/$name" ]]; then echo "$0: $bin_dir/$name not built" >&2; exit 1; fi
+  done
+}
+
+bench_unmount() {
+  if mountpoint -q "$mnt"; then fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" || true; fi
+}
+
+bench_fresh_mount() {
+  mkdir -p "$1"
+  work=$(cd "$1" && pwd)
+  data=$work/data mnt=$work/mnt
+  rm -rf "$data"
+  mkdir -p "$data" "$mnt"
+  trap bench_unmount EXIT
+  "$bin_dir/tabletfs" "$data" "$mnt" 2>>"$work/mount.log"
+}
+
+bench_median() {
+  awk -v n="$2" '$1 == n { print $2 }' "$1" | sort -n |
+    awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}

@@ -22,10 +22,9 @@ FsError ChangeFeed::Start(Bigtable* db, std::string table,
   so.max_queued_events = kMaxQueuedEvents;
   auto sub = db->Subscribe(so);
   if (sub.status().IsNotSupported()) {
-    return FsError::Of(ENOTSUP,
-                       "the store sends no change events (a remote "
-                       "Bigtable): no .changes/" +
-                           table);
+    return FsError::Of(ENOTSUP, "the store sends no change events (" +
+                                    sub.status().ToString() +
+                                    "): no .changes/" + table);
   }
   if (!sub.ok()) return FsErrorFromStatus(sub.status());
   out->reset(new ChangeFeed(db, std::move(table), std::move(sub).value()));
@@ -90,34 +89,54 @@ void ChangeFeed::Append(const std::string& text) {
 void ChangeFeed::Run() {
   while (!stop_.load()) {
     ChangeBatch batch = subscription_->Read(std::chrono::milliseconds(200));
-    std::string text;
-    for (const ChangeEvent& e : batch.events) {
-      if (e.kind != ChangeKind::kSetCell) {
-        text += Line(e, nullptr);
-        continue;
-      }
-      // The version written: read by its timestamp (gone if deleted or
-      // collected since).
-      ReadOptions ro;
-      ro.at = e.timestamp;
-      ro.max_versions = 1;
-      auto versions = db_->ReadCell(e.table, e.row, e.family, e.qualifier, ro);
-      const std::string* value = nullptr;
-      if (versions.ok() && !versions->empty() &&
-          (*versions)[0].timestamp == e.timestamp) {
-        value = &(*versions)[0].value;
-      }
-      text += Line(e, value);
-    }
+    std::string text = Lines(db_, batch);
     if (batch.lost > 0) {
       Log(LogLevel::kWarning, ".changes/" + table_ + ": " +
                                   std::to_string(batch.lost) +
                                   " events were not queued (the feed fell "
                                   "behind the writers)");
-      text += "{\"lost\":" + std::to_string(batch.lost) + "}\n";
+    }
+    if (!batch.status.ok()) {
+      Log(LogLevel::kWarning, ".changes/" + table_ +
+                                  ": the store's change stream ended (" +
+                                  batch.status.ToString() + ")");
+      Append(text + ErrorLine(batch.status));
+      return;
     }
     if (!text.empty()) Append(text);
   }
+}
+
+std::string ChangeFeed::Lines(Bigtable* db, const ChangeBatch& batch) {
+  std::string text;
+  for (const ChangeEvent& e : batch.events) {
+    if (e.kind != ChangeKind::kSetCell) {
+      text += Line(e, nullptr);
+      continue;
+    }
+    // The version written: read by its timestamp (gone if deleted or
+    // collected since).
+    ReadOptions ro;
+    ro.at = e.timestamp;
+    ro.max_versions = 1;
+    auto versions = db->ReadCell(e.table, e.row, e.family, e.qualifier, ro);
+    const std::string* value = nullptr;
+    if (versions.ok() && !versions->empty() &&
+        (*versions)[0].timestamp == e.timestamp) {
+      value = &(*versions)[0].value;
+    }
+    text += Line(e, value);
+  }
+  if (batch.lost > 0) {
+    text += "{\"lost\":" + std::to_string(batch.lost) + "}\n";
+  }
+  return text;
+}
+
+std::string ChangeFeed::ErrorLine(const Status& status) {
+  std::string line = "{";
+  AppendJsonBytes(&line, "error", status.ToString());
+  return line + "}\n";
 }
 
 std::string ChangeFeed::Line(const ChangeEvent& e, const std::string* value) {

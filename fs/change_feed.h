@@ -27,6 +27,10 @@
 // version is gone before the feed read it (deleted, collected),
 // "value_gone":true.
 //
+// A subscription that ends (a remote store's stream: the server went away
+// or dropped it) ends the feed with a last line {"error":"..."} saying why.
+// `tabletctl watch` prints the same lines (Lines).
+//
 // Thread safety: all methods may be called from any thread.
 #ifndef TABLETFS_FS_CHANGE_FEED_H_
 #define TABLETFS_FS_CHANGE_FEED_H_
@@ -55,7 +59,8 @@ class ChangeFeed : public FileHandle::Source {
   static constexpr size_t kMaxQueuedEvents = 65536;
 
   // Subscribes to `table` of `db` and starts the thread. ENOTSUP when the
-  // store sends no change events (a remote Bigtable).
+  // store sends no change events (a remote Bigtable without change
+  // streams, as Google's emulator).
   static FsError Start(Bigtable* db, std::string table,
                        std::shared_ptr<ChangeFeed>* out);
   ~ChangeFeed() override;
@@ -70,6 +75,11 @@ class ChangeFeed : public FileHandle::Source {
   // The JSON line of `e` (with its newline); `value` for kSetCell (nullptr:
   // the version is gone).
   static std::string Line(const ChangeEvent& e, const std::string* value);
+  // The lines of `batch`'s events, each set's value read from `db` by its
+  // timestamp, then {"lost":N} when events were lost. Not the status.
+  static std::string Lines(Bigtable* db, const ChangeBatch& batch);
+  // The last line of a feed whose subscription ended with `status`.
+  static std::string ErrorLine(const Status& status);
 
  private:
   ChangeFeed(Bigtable* db, std::string table,

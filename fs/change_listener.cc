@@ -202,6 +202,13 @@ void ChangeListener::Run() {
   while (!stop_.load(std::memory_order_relaxed)) {
     ChangeBatch batch = subscription_->Read(kReadWait);
     if (stop_.load(std::memory_order_relaxed)) return;
+    if (!batch.status.ok()) {
+      // Only a remote store's stream ends (and the listener subscribes to
+      // every table, which a remote store refuses): nothing more comes.
+      Log(LogLevel::kWarning,
+          "the store's change events ended (" + batch.status.ToString() + ")");
+      return;
+    }
     Pass pass(fs_);
     for (const ChangeEvent& e : batch.events) {
       pass.Event(e);  // never the mount's own (exclude_origin)

@@ -18,6 +18,10 @@
 // from the stream (e.g. drop its caches). Events after the loss queue again
 // once Read has emptied the queue.
 //
+// A local store's subscription lasts until it is destroyed. A remote
+// store's (api/remote_bigtable.h) is a stream that can end: the server went
+// away or dropped it; Read then says why (ChangeBatch::status).
+//
 // Thread safety: a ChangeSubscription is read by one thread at a time;
 // Wake() may be called from any thread. Destroy a subscription before its
 // store.
@@ -30,6 +34,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "store/status.h"
 
 namespace tabletfs {
 
@@ -82,6 +88,10 @@ struct ChangeBatch {
   // Events dropped, all committed after `events` and before those of the
   // next Read, because the queue was full. 0: nothing lost.
   uint64_t lost = 0;
+  // OK while the subscription delivers. Otherwise it has ended for good
+  // (after `events`): no more events come, and every later Read returns
+  // this status at once.
+  Status status;
 };
 
 // A subscription to the change events of one store. Destroying it

@@ -80,8 +80,12 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Start(Bigtable* store,
   auto log = [&](LogLevel level, const std::string& line) {
     if (options.logger) options.logger(level, line);
   };
+  if (options.max_queued_changes == 0) {
+    return Status::InvalidArgument("max_queued_changes must be at least 1");
+  }
   std::unique_ptr<ApiServer> server(new ApiServer());
   server->context_.store = store;
+  server->context_.max_queued_changes = options.max_queued_changes;
   server->data_ = std::make_unique<DataService>(&server->context_);
   server->admin_ = std::make_unique<TableAdminService>(&server->context_);
 

@@ -38,6 +38,10 @@ struct ApiOptions {
   // A file holding the access token (surrounding whitespace ignored).
   std::string token_file;
   std::function<void(LogLevel, std::string_view)> logger;
+  // The change events a ReadChangeStream holds while its client does not
+  // read (each about 100 bytes and the key): when they overflow, the
+  // stream ends with ABORTED, and writers never wait for a reader.
+  size_t max_queued_changes = 65536;
 };
 
 // Whether HOST of HOST:PORT is a loopback address (127.0.0.0/8, ::1,

@@ -5,11 +5,13 @@
 // Bigtable. ApiServer (api/server.h) runs them.
 //
 // Thread safety: gRPC calls the methods from many threads at once; the
-// services keep no state but the store (thread-safe) and an atomic flag.
+// services keep no state but the store (thread-safe) and an atomic flag. A
+// ReadChangeStream holds one of gRPC's threads while it streams.
 #ifndef TABLETFS_API_SERVICES_H_
 #define TABLETFS_API_SERVICES_H_
 
 #include <atomic>
+#include <cstddef>
 #include <functional>
 #include <string>
 
@@ -24,6 +26,9 @@ struct ServiceContext {
   Bigtable* store = nullptr;  // not owned
   // Set once the server begins to stop: new calls get UNAVAILABLE.
   std::atomic<bool> stopping{false};
+  // The change events a ReadChangeStream holds while its client does not
+  // read (ApiOptions::max_queued_changes).
+  size_t max_queued_changes = 65536;
 };
 
 // MutateRows reads its request itself (split streaming), into an arena:
@@ -65,6 +70,22 @@ class DataService final
       grpc::ServerContext* ctx,
       const google::bigtable::v2::ReadModifyWriteRowRequest* request,
       google::bigtable::v2::ReadModifyWriteRowResponse* response) override;
+
+  // Change streams (change_stream.cc): one partition, the whole key range;
+  // ReadChangeStream streams the events of changes committed from the
+  // moment it opens (docs/API.md "Change streams").
+  grpc::Status GenerateInitialChangeStreamPartitions(
+      grpc::ServerContext* ctx,
+      const google::bigtable::v2::GenerateInitialChangeStreamPartitionsRequest*
+          request,
+      grpc::ServerWriter<
+          google::bigtable::v2::GenerateInitialChangeStreamPartitionsResponse>*
+          writer) override;
+  grpc::Status ReadChangeStream(
+      grpc::ServerContext* ctx,
+      const google::bigtable::v2::ReadChangeStreamRequest* request,
+      grpc::ServerWriter<google::bigtable::v2::ReadChangeStreamResponse>*
+          writer) override;
 
  private:
   // Applies the mutations of one row: OK or why not (nothing applied).

@@ -16,6 +16,12 @@
 
 namespace tabletfs::api {
 
+// The initial metadata key with which the daemon answers PingAndWarm
+// (value "1"): it serves ReadChangeStream. The remote client asks before
+// it opens a change stream on a plaintext server, because Google's
+// emulator, which has none, crashes on ReadChangeStream.
+inline constexpr char kChangeStreamsHeader[] = "x-tabletfs-change-streams";
+
 // Cloud Bigtable's limits, which the API enforces whatever the store takes.
 inline constexpr size_t kMaxRowKeyBytes = 4096;
 inline constexpr int kMaxMutationsPerRow = 100000;

@@ -516,10 +516,11 @@ grpc::Status DataService::CheckAndMutateRow(
   return grpc::Status::OK;
 }
 
-grpc::Status DataService::PingAndWarm(grpc::ServerContext*,
+grpc::Status DataService::PingAndWarm(grpc::ServerContext* ctx,
                                       const v2::PingAndWarmRequest* request,
                                       v2::PingAndWarmResponse*) {
   if (context_->stopping) return Unavailable();
+  ctx->AddInitialMetadata(kChangeStreamsHeader, "1");
   return ParseInstanceName(request->name());
 }
 

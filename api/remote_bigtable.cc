@@ -499,15 +499,18 @@ enum class Rpc {
   kListTables,
   kGetTable,
   kModifyColumnFamilies,
+  kReadChangeStream,
+  kPingAndWarm,
 };
-constexpr size_t kRpcKinds = 11;
+constexpr size_t kRpcKinds = 13;
 
 std::string_view RpcName(Rpc rpc) {
   static constexpr std::string_view kNames[kRpcKinds] = {
-      "ReadRows",    "SampleRowKeys",       "MutateRow",
-      "MutateRows",  "CheckAndMutateRow",   "ReadModifyWriteRow",
-      "CreateTable", "DeleteTable",         "ListTables",
-      "GetTable",    "ModifyColumnFamilies"};
+      "ReadRows",    "SampleRowKeys",        "MutateRow",
+      "MutateRows",  "CheckAndMutateRow",    "ReadModifyWriteRow",
+      "CreateTable", "DeleteTable",          "ListTables",
+      "GetTable",    "ModifyColumnFamilies", "ReadChangeStream",
+      "PingAndWarm"};
   return kNames[static_cast<size_t>(rpc)];
 }
 
@@ -1775,6 +1778,200 @@ class RemoteScanner final : public Scanner {
   std::string replay_covered_;  // after the last replayed row
 };
 
+// The change events of one table over a ReadChangeStream call, from the
+// moment the server's first message arrives (Start): a thread reads the
+// stream into a bounded queue, dropping and counting what overflows as a
+// local subscription does; the call's end (the server went away, or closed
+// the stream: it fell behind, it stops) ends the subscription with its
+// status. Events carry no values and origin 0. Destroying it cancels the
+// call.
+class RemoteSubscription final : public ChangeSubscription {
+ public:
+  RemoteSubscription(const Client* client, std::string table, size_t max_queued)
+      : client_(client), table_(std::move(table)), max_queued_(max_queued) {}
+  RemoteSubscription(const RemoteSubscription&) = delete;
+  RemoteSubscription& operator=(const RemoteSubscription&) = delete;
+
+  ~RemoteSubscription() override {
+    ctx_.TryCancel();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // Opens the stream and waits, at most the RPC timeout, for the server's
+  // first message (the daemon sends a heartbeat once it has subscribed):
+  // OK, the call's error (NotSupported from a server without change
+  // streams), or Busy.
+  Status Start() {
+    v2::ReadChangeStreamRequest request;
+    client_->Address(table_, &request);
+    v2::RowRange* whole = request.mutable_partition()->mutable_row_range();
+    whole->set_start_key_closed("");
+    whole->set_end_key_open("");
+    ctx_.AddMetadata("x-goog-request-params", client_->DataParams(table_));
+    thread_ = std::thread([this, request] { Run(request); });
+    const auto deadline =
+        std::chrono::steady_clock::now() + client_->options().rpc_timeout;
+    MutexLock lock(&mu_);
+    while (!started_ && status_.ok()) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) {
+        return Status::Busy(
+            "ReadChangeStream",
+            "no answer within " +
+                std::to_string(client_->options().rpc_timeout.count()) + " ms");
+      }
+      Await(std::chrono::duration_cast<std::chrono::microseconds>(left));
+    }
+    return started_ ? Status::OK() : status_;
+  }
+
+  ChangeBatch Read(std::chrono::microseconds timeout) override {
+    MutexLock lock(&mu_);
+    if (events_.empty() && lost_ == 0 && status_.ok() && !woken_) {
+      Await(timeout);
+    }
+    woken_ = false;
+    ChangeBatch batch;
+    batch.events.swap(events_);
+    batch.lost = lost_;
+    lost_ = 0;
+    batch.status = status_;
+    return batch;
+  }
+
+  void Wake() override {
+    MutexLock lock(&mu_);
+    woken_ = true;
+    cv_.SignalAll();
+  }
+
+ private:
+  void Run(const v2::ReadChangeStreamRequest& request) {
+    RpcRecord record(client_->stats(), Rpc::kReadChangeStream,
+                     request.ByteSizeLong(), false);
+    auto reader = client_->data()->ReadChangeStream(&ctx_, request);
+    v2::ReadChangeStreamResponse r;
+    std::string row;
+    int64_t commit = 0;
+    grpc::Status closed;
+    while (reader->Read(&r)) {
+      record.Received(r.ByteSizeLong());
+      MutexLock lock(&mu_);
+      started_ = true;
+      if (r.has_close_stream()) {
+        const google::rpc::Status& c = r.close_stream().status();
+        closed = c.code() == 0
+                     ? grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                    "the server closed the stream (its "
+                                    "partition changed)")
+                     : grpc::Status(static_cast<grpc::StatusCode>(c.code()),
+                                    c.message());
+      }
+      if (r.has_data_change()) {
+        const auto& d = r.data_change();
+        if (d.type() !=
+            v2::ReadChangeStreamResponse::DataChange::CONTINUATION) {
+          row = d.row_key();
+          commit = d.commit_timestamp().seconds() * 1000000 +
+                   d.commit_timestamp().nanos() / 1000;
+        }
+        for (const auto& chunk : d.chunks()) {
+          // A large value's later parts continue an event already queued.
+          if (chunk.chunk_info().chunked_value_offset() > 0) continue;
+          if (std::optional<ChangeEvent> e =
+                  ToEvent(chunk.mutation(), row, commit)) {
+            Queue(std::move(*e));
+          }
+        }
+      }
+      cv_.SignalAll();
+    }
+    grpc::Status s = reader->Finish();
+    record.Finish(s.error_code());
+    MutexLock lock(&mu_);
+    if (!closed.ok()) {
+      status_ = FromGrpc(closed, "ReadChangeStream");
+    } else if (!s.ok()) {
+      status_ = FromGrpc(s, "ReadChangeStream");
+    } else {
+      status_ =
+          Status::IOError("ReadChangeStream", "the server ended the stream");
+    }
+    cv_.SignalAll();
+  }
+
+  // The event of one mutation of a DataChange of `row`: a SetCell, a
+  // DeleteFromColumn (a range of one microsecond: that version; else the
+  // cell), DeleteFromFamily, DeleteFromRow; on the empty row (which the
+  // daemon sends for schema drops) a dropped family or table.
+  std::optional<ChangeEvent> ToEvent(const v2::Mutation& m,
+                                     const std::string& row, int64_t commit) {
+    ChangeEvent e;
+    e.table = table_;
+    e.row = row;
+    e.timestamp = commit;
+    switch (m.mutation_case()) {
+      case v2::Mutation::kSetCell:
+        e.kind = ChangeKind::kSetCell;
+        e.family = m.set_cell().family_name();
+        e.qualifier = m.set_cell().column_qualifier();
+        e.timestamp = m.set_cell().timestamp_micros();
+        return e;
+      case v2::Mutation::kDeleteFromColumn: {
+        const auto& d = m.delete_from_column();
+        const auto& range = d.time_range();
+        e.family = d.family_name();
+        e.qualifier = d.column_qualifier();
+        e.kind = ChangeKind::kDeleteCell;
+        if (d.has_time_range() && range.end_timestamp_micros() ==
+                                      range.start_timestamp_micros() + 1) {
+          e.kind = ChangeKind::kDeleteVersion;
+          e.timestamp = range.start_timestamp_micros();
+        }
+        return e;
+      }
+      case v2::Mutation::kDeleteFromFamily:
+        e.kind =
+            row.empty() ? ChangeKind::kDropFamily : ChangeKind::kDeleteFamily;
+        e.family = m.delete_from_family().family_name();
+        return e;
+      case v2::Mutation::kDeleteFromRow:
+        e.kind = row.empty() ? ChangeKind::kDropTable : ChangeKind::kDeleteRow;
+        return e;
+      default:
+        return std::nullopt;  // AddToCell, MergeToCell: none here
+    }
+  }
+
+  // CondVar::WaitFor names the CondVar's own mutex, which the analysis
+  // cannot tie to mu_.
+  void Await(std::chrono::microseconds timeout)
+      REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
+    cv_.WaitFor(timeout);
+  }
+
+  void Queue(ChangeEvent e) REQUIRES(mu_) {
+    if (lost_ > 0 || events_.size() >= max_queued_) {
+      lost_++;
+      return;
+    }
+    events_.push_back(std::move(e));
+  }
+
+  const Client* const client_;
+  const std::string table_;
+  const size_t max_queued_;
+  grpc::ClientContext ctx_;
+  std::thread thread_;
+  Mutex mu_;
+  CondVar cv_{&mu_};
+  std::vector<ChangeEvent> events_ GUARDED_BY(mu_);
+  uint64_t lost_ GUARDED_BY(mu_) = 0;
+  Status status_ GUARDED_BY(mu_);
+  bool started_ GUARDED_BY(mu_) = false;
+  bool woken_ GUARDED_BY(mu_) = false;
+};
+
 class RemoteBigtable final : public Bigtable {
  public:
   RemoteBigtable(const RemoteOptions& options,
@@ -2298,10 +2495,35 @@ class RemoteBigtable final : public Bigtable {
 
   // ---- Change events, durability ----
 
+  // One table's ReadChangeStream (RemoteSubscription).
   Result<std::unique_ptr<ChangeSubscription>> Subscribe(
-      const SubscribeOptions&) override {
-    return Status::NotSupported(
-        "Subscribe: a remote store sends no change events");
+      const SubscribeOptions& options) override {
+    if (options.max_queued_events == 0) {
+      return Status::InvalidArgument("Subscribe: max_queued_events is 0");
+    }
+    if (options.table.empty()) {
+      return Status::NotSupported(
+          "Subscribe: a remote store streams the changes of one table "
+          "(ReadChangeStream), not of every table");
+    }
+    if (options.exclude_origin != 0) {
+      return Status::NotSupported(
+          "Subscribe: a remote store's events carry no origin to exclude");
+    }
+    TABLETFS_RETURN_IF_ERROR(CheckTableName(options.table));
+    if (client_.options().plaintext) {
+      TABLETFS_ASSIGN_OR_RETURN(bool streams, ServesChangeStreams());
+      if (!streams) {
+        return Status::NotSupported(
+            "ReadChangeStream",
+            "the server does not say it streams changes (Google's emulator "
+            "has none)");
+      }
+    }
+    auto sub = std::make_unique<RemoteSubscription>(&client_, options.table,
+                                                    options.max_queued_events);
+    TABLETFS_RETURN_IF_ERROR(sub->Start());
+    return std::unique_ptr<ChangeSubscription>(std::move(sub));
   }
 
   // Cloud Bigtable and the emulator keep milliseconds; so does every
@@ -2319,6 +2541,27 @@ class RemoteBigtable final : public Bigtable {
   Status StickyError() override { return Status::OK(); }
 
  private:
+  // Whether the server says it serves ReadChangeStream: its answer to
+  // PingAndWarm carries kChangeStreamsHeader (the daemon's does).
+  Result<bool> ServesChangeStreams() {
+    v2::PingAndWarmRequest req;
+    req.set_name(client_.instance());
+    req.set_app_profile_id(client_.options().app_profile);
+    v2::PingAndWarmResponse resp;
+    bool streams = false;
+    grpc::Status s = client_.Unary(
+        Rpc::kPingAndWarm, req, &resp, true, "name=" + UrlEncode(req.name()),
+        [&](grpc::ClientContext* ctx) {
+          grpc::Status st = client_.data()->PingAndWarm(ctx, req, &resp);
+          // (Initial metadata is there only after an answer.)
+          streams = st.ok() && ctx->GetServerInitialMetadata().count(
+                                   kChangeStreamsHeader) > 0;
+          return st;
+        });
+    if (!s.ok()) return FromGrpc(s, "PingAndWarm");
+    return streams;
+  }
+
   // A new client timestamp: whole milliseconds, rounded up from the
   // clock (a version written here after one the daemon stamped in µs in
   // the same millisecond sorts after it), strictly increasing.

@@ -38,6 +38,10 @@
 //                               strip_value_transformer, kRows also
 //                               cells_per_row_limit_filter 1
 //   ListTablets                 SampleRowKeys
+//   Subscribe                   PingAndWarm (plaintext), then
+//                               ReadChangeStream of the table, the whole
+//                               key range, from now: a thread per
+//                               subscription reads it (see below)
 // Reads turn ReadOptions into a RowFilter: families and columns into an
 // interleave of exact family filters and chains of exact family and
 // qualifier filters; `at` into timestamp_range_filter [0, at+1);
@@ -79,9 +83,24 @@
 //     read atomically, and Seek, or a stream resumed after UNAVAILABLE,
 //     starts a new read.
 //   - RewriteRow is NotSupported: the API has no atomic read-then-write of
-//     an arbitrary rewrite. Subscribe is NotSupported: a remote sends no
-//     change events, so a mount over this client sees writes from
-//     elsewhere once its kernel caches expire by their timeouts.
+//     an arbitrary rewrite.
+//   - Change events. Subscribe needs a table (every table at once, and
+//     exclude_origin, are NotSupported: the API streams one table and
+//     sends no origins), so a mount over this client still sees writes
+//     from elsewhere only once its kernel caches expire, while its
+//     `.changes/TABLE` and `tabletctl watch` work. A plaintext server is
+//     asked first (PingAndWarm, whose answer from the daemon carries
+//     kChangeStreamsHeader, api/convert.h): one that does not say it
+//     streams changes gives NotSupported without a ReadChangeStream, which
+//     crashes Google's emulator. It returns once the server's first
+//     message arrived (the daemon's first heartbeat: it has subscribed),
+//     within rpc_timeout (Busy). Events carry origin 0;
+//     a delete of a cell, family or row has the DataChange's
+//     commit_timestamp, a set and a version's delete their mutation's
+//     timestamp; a DeleteFromColumn whose range is wider than 1 µs (Cloud
+//     Bigtable's) is a kDeleteCell. The subscription ends (ChangeBatch::
+//     status) when the call does: the server went away (Busy), or closed
+//     the stream because this client fell behind (Busy, ABORTED).
 //   - Durability. WriteOptions (sync, origin) are not sent: the API has no
 //     such fields. A write is as durable as the server makes it when
 //     acknowledged (Cloud: replicated; the daemon: its commit interval),

@@ -3,7 +3,9 @@
 // implementation: GenerateInitialChangeStreamPartitions; ReadChangeStream's
 // records for every kind of mutation, in commit order, with values (large
 // ones in chunks); heartbeats; end_time; the refusals; a client that stops
-// reading (writers go on, the stream ends ABORTED).
+// reading (writers go on, the stream ends ABORTED); and the remote client's
+// Subscribe over it (api/remote_bigtable.h), which must see what a local
+// subscriber sees.
 #include <grpcpp/grpcpp.h>
 #include <stdlib.h>
 
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "api/remote_bigtable.h"
 #include "api/server.h"
 #include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
@@ -489,6 +492,64 @@ TEST_P(ChangeStreamTest, AClientThatStopsReadingDoesNotSlowWriters) {
   EXPECT_NE(stream->closed().message().find("fell behind"), std::string::npos)
       << stream->closed().message();
   EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::ABORTED);
+}
+
+// The remote client's Subscribe (api/remote_bigtable.h) over this
+// server: the events a local subscriber of the same store gets, but for
+// origin.
+TEST_P(ChangeStreamTest, RemoteSubscribeSeesWhatALocalSubscriberSees) {
+  RemoteOptions ro;
+  ro.endpoint = "unix:" + socket_;
+  ro.project = "p";
+  ro.instance = "i";
+  auto remote = ConnectBigtable(ro);
+  ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+  SubscribeOptions so;
+  so.table = "t";
+  auto theirs = (*remote)->Subscribe(so);
+  ASSERT_TRUE(theirs.ok()) << theirs.status().ToString();
+  auto ours = store_->Subscribe(so);
+  ASSERT_TRUE(ours.ok());
+
+  RowMutation m("r");
+  m.SetCell("f", "a", 10, "x");
+  m.SetCell("f", "b", "y");
+  m.DeleteVersion("f", "a", 10);
+  m.DeleteCell("f", "b");
+  m.DeleteFamily("g");
+  ASSERT_TRUE(store_->Apply("t", m, WriteOptions()).ok());
+  ASSERT_TRUE(
+      (*remote)->Apply("t", RowMutation("s").DeleteRow(), WriteOptions()).ok());
+  ASSERT_TRUE(store_->DeleteFamily("t", "g").ok());
+  ASSERT_TRUE(store_->DeleteTable("t").ok());
+
+  std::vector<ChangeEvent> want = (*ours)->Read(std::chrono::seconds(0)).events;
+  ASSERT_EQ(want.size(), 8u);
+  for (ChangeEvent& e : want) e.origin = 0;
+  std::vector<ChangeEvent> got;
+  for (int i = 0; i < 100 && got.size() < want.size(); i++) {
+    ChangeBatch b = (*theirs)->Read(std::chrono::milliseconds(100));
+    ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+    EXPECT_EQ(b.lost, 0u);
+    got.insert(got.end(), b.events.begin(), b.events.end());
+  }
+  EXPECT_EQ(got, want);
+
+  // A server that goes away ends the subscription with why.
+  server_->Shutdown();
+  ChangeBatch end;
+  for (int i = 0; i < 100 && end.status.ok(); i++) {
+    end = (*theirs)->Read(std::chrono::milliseconds(100));
+  }
+  EXPECT_FALSE(end.status.ok());
+  EXPECT_NE(end.status.ToString().find("ReadChangeStream"), std::string::npos)
+      << end.status.ToString();
+
+  // Every table at once, or without one's own writes: not over the API.
+  EXPECT_TRUE(
+      (*remote)->Subscribe(SubscribeOptions()).status().IsNotSupported());
+  so.exclude_origin = 7;
+  EXPECT_TRUE((*remote)->Subscribe(so).status().IsNotSupported());
 }
 
 INSTANTIATE_TEST_SUITE_P(, ChangeStreamTest,

@@ -157,5 +157,46 @@ TEST_F(ChangeFeedTest, Refusals) {
   EXPECT_EQ(ShOk("stat -c '%s %F' .changes/t"), "0 regular empty file\n");
 }
 
+// On a remote mount the feed reads the server's ReadChangeStream
+// (api/remote_bigtable.h): a tabletfs server's shows the changes as a
+// local feed does, and its end is the feed's last line; Google's emulator
+// has no change streams (ENOTSUP).
+class ChangeFeedRemoteTest : public OverStores<ChangeFeedTest> {};
+
+TEST_P(ChangeFeedRemoteTest, ReadsTheServersChangeStream) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f");
+  int fd = open(Path(".changes/t").c_str(), O_RDONLY);
+  if (store() == MountStore::kEmulator) {
+    EXPECT_EQ(fd, -1);
+    EXPECT_EQ(errno, ENOTSUP);
+    return;
+  }
+  ASSERT_GE(fd, 0) << strerror(errno);
+  ShOk("printf one > t/r/f/a");
+  std::vector<std::string> lines = ReadLines(fd, 1);
+  ShOk("rm t/r/f/a");
+  lines = ReadLines(fd, 2);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(Untimed(lines[0]),
+            "{\"kind\":\"set\",\"row\":\"r\",\"family\":\"f\","
+            "\"qualifier\":\"a\",\"value\":\"one\"}");
+  EXPECT_EQ(Untimed(lines[1]),
+            "{\"kind\":\"delete-cell\",\"row\":\"r\",\"family\":\"f\","
+            "\"qualifier\":\"a\"}");
+  server()->Stop();
+  lines = ReadLines(fd, 3);
+  close(fd);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_TRUE(lines[2].starts_with("{\"error\":\"")) << lines[2];
+  EXPECT_NE(lines[2].find("ReadChangeStream"), std::string::npos) << lines[2];
+}
+
+INSTANTIATE_TEST_SUITE_P(, ChangeFeedRemoteTest,
+                         ::testing::Values(MountStore::kEmulator,
+                                           MountStore::kServer),
+                         StoreName);
+
 }  // namespace
 }  // namespace tabletfs::testing

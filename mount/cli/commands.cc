@@ -85,6 +85,25 @@ const std::vector<Command>& AllCommands() {
       {"deleterow", "deleterow TABLE ROW", "Delete a row", "", &DeleteRow},
       {"deleteallrows", "deleteallrows TABLE",
        "Delete every row of a table (the schema stays)", "", &DeleteAllRows},
+      {"watch", "watch TABLE [count=N]",
+       "Print a table's changes as they are committed, one JSON line each",
+       "The lines of MOUNT/.changes/TABLE, in commit order, whatever door\n"
+       "the write came through (the mount, tabletctl, the API), from now\n"
+       "until interrupted, or until N lines with count=N:\n"
+       "  {\"kind\":\"set\",\"row\":..,\"family\":..,\"qualifier\":..,\n"
+       "   \"timestamp\":MICROS,\"value\":..}\n"
+       "kind: set, delete-version, delete-cell, delete-family, delete-row,\n"
+       "drop-family, drop-table; names and values as 'tabletctl export'\n"
+       "writes them (NAME_base64 when not UTF-8); a value above 64 KiB is\n"
+       "cut (value_size, value_cut); a version deleted before it was read:\n"
+       "value_gone. {\"lost\":N}: N changes went by while the output was\n"
+       "not read. On a mounted data directory, or with -endpoint, it reads\n"
+       "the server's ReadChangeStream (Google's emulator has none: an\n"
+       "error); a stream the server ends is an error (exit code 1). On a\n"
+       "data directory no daemon serves, watch opens the store itself and\n"
+       "so holds it: mount it or serve it (tabletfs --serve) to watch\n"
+       "writes from elsewhere.\n",
+       &Watch},
       {"import", "import TABLE FILE [format=csv|jsonl] [column-family=FAMILY]",
        "Import cells from a CSV or JSON-lines file ('-': standard input)",
        "Creates the table and any missing family (GC policy 'never', or the\n"

@@ -111,6 +111,10 @@ int DeleteRow(Bigtable& db, const Args& args, std::ostream& out,
 int DeleteAllRows(Bigtable& db, const Args& args, std::ostream& out,
                   std::ostream& err);
 
+// watch TABLE [count=N] (watch.cc): one JSON line per change, as
+// MOUNT/.changes/TABLE, until interrupted or N lines.
+int Watch(Bigtable& db, const Args& args, std::ostream& out, std::ostream& err);
+
 // ---- Import and export (transfer.cc) ----
 int Import(Bigtable& db, const Args& args, std::ostream& out,
            std::ostream& err);

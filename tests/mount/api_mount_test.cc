@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -342,6 +344,106 @@ TEST_F(ApiMountTest, ChangeFeedShowsWritesFromEveryDoorInOrder) {
     }
   }
   EXPECT_EQ(lines, expected) << text;
+}
+
+// `tabletctl watch` on a live mount reads the daemon's ReadChangeStream
+// through its socket: the lines `.changes/TABLE` shows, timestamps and all,
+// for writes through the mount, the API and tabletctl, in commit order.
+TEST_F(ApiMountTest, TabletctlWatchShowsWritesFromEveryDoorInOrder) {
+  CreateTable("t", {"f"});
+  Mount();
+  Connect();
+  ShOk("mkdir -p t/r/f");
+  const std::string feed = Path(".changes/t");
+  int fd = open(feed.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  const std::string ctl =
+      std::string(TABLETFS_BIN_DIR) + "/tabletctl -d '" + datadir() + "' ";
+  const std::string out = datadir() + ".watch", err = datadir() + ".err";
+  // Outside the mount (a process in it would keep it busy), in the
+  // background.
+  const std::string pid = ShOk("cd / && " + ctl + "watch t > '" + out +
+                               "' 2> '" + err + "' & echo -n $!");
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)),
+                       std::istreambuf_iterator<char>());
+  };
+  // The lines of `text` that are not of the row "ready".
+  auto lines = [](const std::string& text) {
+    std::vector<std::string> kept;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("\"row\":\"ready\"") == std::string::npos) {
+        kept.push_back(line);
+      }
+    }
+    return kept;
+  };
+  // watch is live once a write shows in its output.
+  for (int i = 0; i < 500 && slurp(out).empty(); i++) {
+    ASSERT_TRUE(Set("t", "ready", "f", "q", std::to_string(i)).ok());
+    usleep(20000);
+  }
+  ASSERT_FALSE(slurp(out).empty()) << slurp(err);
+  for (int i = 0; i < 3; i++) {
+    const std::string n = std::to_string(i);
+    ShOk("printf mount" + n + " > t/r/f/m" + n);
+    ASSERT_TRUE(Set("t", "r", "f", "a" + n, "api" + n).ok());
+    ShOk(ctl + "set t r f:c" + n + "=cli" + n);
+  }
+  ShOk("rm t/r/f/m0");
+  ShOk(ctl + "deleterow t r");
+  std::vector<std::string> watched;
+  for (int i = 0; i < 1000 && watched.size() < 11; i++) {
+    usleep(10000);
+    watched = lines(slurp(out));
+  }
+  ShOk("kill " + pid);
+  // The feed's text, as tail -f reads it.
+  std::string text;
+  for (int i = 0; i < 1000 && lines(text).size() < 11; i++) {
+    struct stat st;
+    ASSERT_EQ(fstat(fd, &st), 0);
+    if (static_cast<size_t>(st.st_size) > text.size()) {
+      std::string buf(static_cast<size_t>(st.st_size) - text.size(), '\0');
+      ssize_t n =
+          pread(fd, buf.data(), buf.size(), static_cast<off_t>(text.size()));
+      ASSERT_GT(n, 0) << strerror(errno);
+      text.append(buf.data(), static_cast<size_t>(n));
+    } else {
+      usleep(10000);
+    }
+  }
+  close(fd);
+  EXPECT_EQ(watched, lines(text)) << slurp(err);
+  std::vector<std::string> untimed;
+  for (const std::string& line : watched) {
+    size_t t = line.find(",\"timestamp\":");
+    ASSERT_NE(t, std::string::npos) << line;
+    size_t end = line.find_first_of(",}", t + 1);
+    untimed.push_back(line.substr(0, t) + line.substr(end));
+  }
+  std::vector<std::string> expected;
+  for (int i = 0; i < 3; i++) {
+    const std::string n = std::to_string(i);
+    for (const auto& [q, v] :
+         {std::pair<std::string, std::string>{"m", "mount"},
+          {"a", "api"},
+          {"c", "cli"}}) {
+      expected.push_back(
+          "{\"kind\":\"set\",\"row\":\"r\",\"family\":\"f\","
+          "\"qualifier\":\"" +
+          q + n + "\",\"value\":\"" + v + n + "\"}");
+    }
+  }
+  expected.push_back(
+      "{\"kind\":\"delete-cell\",\"row\":\"r\",\"family\":\"f\","
+      "\"qualifier\":\"m0\"}");
+  expected.push_back("{\"kind\":\"delete-row\",\"row\":\"r\"}");
+  EXPECT_EQ(untimed, expected);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
 }
 
 // tabletctl on a mounted data directory goes through the daemon's socket:

@@ -10,20 +10,25 @@ namespace tabletfs {
 
 namespace {
 
-// A seed of its own, so filter bits are independent of block checksums.
-constexpr uint64_t kBloomSeed = 0x626c6f6f6d2d7631;  // "bloom-v1"
+// Seeds of their own, so filter bits are independent of block checksums.
+constexpr uint64_t kWholeTableSeed = 0x626c6f6f6d2d7631;  // "bloom-v1"
+constexpr uint64_t kBlockedSeed = 0x626c6f6f6d2d7632;     // "bloom-v2"
 constexpr int kMaxProbes = 30;
+constexpr uint64_t kBlockBits = kBloomBlockBytes * 8;
 
-uint64_t BloomHash(std::string_view key) { return Hash64(key, kBloomSeed); }
+uint64_t BloomHash(std::string_view key, BloomLayout layout) {
+  return layout == BloomLayout::kWholeTable ? Hash64(key, kWholeTableSeed)
+                                            : Hash3(key, kBlockedSeed);
+}
 
-// Double hashing: probe i tests bit (h1 + i * h2) mod bits, with h1 and h2
-// the two halves of one 64-bit hash (Kirsch & Mitzenmacher). h2 is made odd
-// so that probes never collapse onto one bit.
+// Whole-table layout. Double hashing: probe i tests bit (h1 + i * h2) mod
+// bits, with h1 and h2 the two halves of one 64-bit hash (Kirsch &
+// Mitzenmacher). h2 is made odd so that probes never collapse onto one bit.
 // h1 + i * h2 stays below 2^37 for i < 30, so stepping by h2 mod bits
 // gives the same bits as the formula with two divisions instead of k. `fn`
 // returns false to stop early.
 template <typename Fn>
-void ForEachProbe(uint64_t hash, int k, uint64_t bits, Fn fn) {
+void ForEachWholeTableProbe(uint64_t hash, int k, uint64_t bits, Fn fn) {
   uint64_t h1 = hash & 0xffffffff;
   uint64_t h2 = (hash >> 32) | 1;
   uint64_t bit = h1 % bits;
@@ -35,15 +40,35 @@ void ForEachProbe(uint64_t hash, int k, uint64_t bits, Fn fn) {
   }
 }
 
+// Blocked layout: the high 32 bits of the hash pick the block (a multiply
+// and a shift map them evenly onto [0, blocks) without a division); the
+// low 32 bits give the probes, each the top 9 bits of a running product
+// with an odd constant (the 32-bit golden ratio), which visits distinct
+// values. `fn(bit)` gets the bit's number counted from the filter's start.
+template <typename Fn>
+void ForEachBlockedProbe(uint64_t hash, int k, uint64_t blocks, Fn fn) {
+  const uint64_t block = ((hash >> 32) * blocks) >> 32;
+  const uint64_t base = block * kBlockBits;
+  uint32_t h = static_cast<uint32_t>(hash);
+  for (int i = 0; i < k; ++i) {
+    if (!fn(base + (h >> 23))) return;
+    h *= 0x9e3779b9u;
+  }
+}
+
+bool TestBit(std::string_view filter, uint64_t bit) {
+  return (static_cast<uint8_t>(filter[bit / 8]) & (1u << (bit % 8))) != 0;
+}
+
 }  // namespace
 
-BloomFilterBuilder::BloomFilterBuilder(int bits_per_key)
-    : bits_per_key_(bits_per_key) {
+BloomFilterBuilder::BloomFilterBuilder(int bits_per_key, BloomLayout layout)
+    : bits_per_key_(bits_per_key), layout_(layout) {
   assert(bits_per_key_ >= 1);
 }
 
 void BloomFilterBuilder::AddKey(std::string_view key) {
-  uint64_t h = BloomHash(key);
+  uint64_t h = BloomHash(key, layout_);
   // An SSTable adds two keys per entry (the row, then the cell or marker),
   // in key order: a repeat is always one of the last two hashes. Dropping
   // those keeps the count exact without sorting the hashes (which cost a
@@ -60,34 +85,45 @@ std::string BloomFilterBuilder::Finish() {
   // k = bits_per_key * ln 2 minimizes the false-positive rate.
   int k = static_cast<int>(std::lround(bits_per_key_ * 0.69314718));
   k = std::clamp(k, 1, kMaxProbes);
-  // At least 64 bits, so a tiny filter is not all ones.
-  uint64_t bits = std::max<uint64_t>(64, hashes_.size() * bits_per_key_);
-  uint64_t bytes = (bits + 7) / 8;
-  bits = bytes * 8;
-  std::string filter(bytes, '\0');
-  for (uint64_t h : hashes_) {
-    ForEachProbe(h, k, bits, [&](uint64_t bit) {
-      filter[bit / 8] = static_cast<char>(filter[bit / 8] | (1 << (bit % 8)));
-      return true;
-    });
+  const uint64_t wanted = hashes_.size() * bits_per_key_;
+  std::string filter;
+  auto set = [&filter](uint64_t bit) {
+    filter[bit / 8] = static_cast<char>(filter[bit / 8] | (1 << (bit % 8)));
+    return true;
+  };
+  if (layout_ == BloomLayout::kWholeTable) {
+    // At least 64 bits, so a tiny filter is not all ones.
+    uint64_t bytes = (std::max<uint64_t>(64, wanted) + 7) / 8;
+    filter.assign(bytes, '\0');
+    for (uint64_t h : hashes_) ForEachWholeTableProbe(h, k, bytes * 8, set);
+  } else {
+    uint64_t blocks =
+        std::max<uint64_t>(1, (wanted + kBlockBits - 1) / kBlockBits);
+    filter.assign(blocks * kBloomBlockBytes, '\0');
+    for (uint64_t h : hashes_) ForEachBlockedProbe(h, k, blocks, set);
   }
   filter.push_back(static_cast<char>(k));
   hashes_.clear();
   return filter;
 }
 
-bool BloomFilterMayContain(std::string_view filter, std::string_view key) {
+bool BloomFilterMayContain(std::string_view filter, std::string_view key,
+                           BloomLayout layout) {
   if (filter.size() < 2) return true;
   int k = static_cast<uint8_t>(filter.back());
   if (k < 1 || k > kMaxProbes) return true;  // Reserved for new encodings.
-  uint64_t bits = (filter.size() - 1) * 8;
+  const uint64_t bytes = filter.size() - 1;
   // A key not in the filter usually fails within its first probes: stop
-  // at the first clear bit (each probe of a large filter is a cache miss).
+  // at the first clear bit.
   bool all_set = true;
-  ForEachProbe(BloomHash(key), k, bits, [&](uint64_t bit) {
-    all_set = (static_cast<uint8_t>(filter[bit / 8]) & (1 << (bit % 8))) != 0;
-    return all_set;
-  });
+  auto test = [&](uint64_t bit) { return all_set = TestBit(filter, bit); };
+  if (layout == BloomLayout::kWholeTable) {
+    ForEachWholeTableProbe(BloomHash(key, layout), k, bytes * 8, test);
+  } else {
+    if (bytes % kBloomBlockBytes != 0) return true;  // Malformed.
+    ForEachBlockedProbe(BloomHash(key, layout), k, bytes / kBloomBlockBytes,
+                        test);
+  }
   return all_set;
 }
 

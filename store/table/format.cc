@@ -59,10 +59,11 @@ Status Footer::DecodeFrom(std::string_view input, std::string_view file_name,
     return Status::Corruption(where, "checksum mismatch");
   }
   format_version = DecodeFixed32(input.data() + 32);
-  if (format_version != kCurrentVersion) {
+  if (format_version < kOldestVersion || format_version > kCurrentVersion) {
     return Status::NotSupported(
         where, "format version " + std::to_string(format_version) +
-                   " (this build reads version " +
+                   " (this build reads versions " +
+                   std::to_string(kOldestVersion) + " to " +
                    std::to_string(kCurrentVersion) + ")");
   }
   index.offset = DecodeFixed64(input.data());
@@ -72,8 +73,12 @@ Status Footer::DecodeFrom(std::string_view input, std::string_view file_name,
   return Status::OK();
 }
 
+uint64_t BlockChecksum(uint32_t format_version, std::string_view data) {
+  return format_version == 1 ? Checksum64(data) : Checksum3(data);
+}
+
 BlockType EncodeBlock(std::string_view contents, Compression compression,
-                      std::string* out) {
+                      uint32_t format_version, std::string* out) {
   BlockType type = BlockType::kRaw;
   size_t start = out->size();
   if (compression == Compression::kLz4 && !contents.empty() &&
@@ -96,13 +101,15 @@ BlockType EncodeBlock(std::string_view contents, Compression compression,
   // The checksum covers the stored bytes and the type byte, so a flipped
   // type is caught as surely as a flipped payload byte.
   out->push_back(static_cast<char>(type));
-  PutFixed64(out, Checksum64(std::string_view(*out).substr(start)));
+  PutFixed64(
+      out, BlockChecksum(format_version, std::string_view(*out).substr(start)));
   return type;
 }
 
 Result<BlockContents> ReadBlockContents(const RandomAccessFile& file,
                                         std::string_view file_name,
-                                        const BlockHandle& handle) {
+                                        const BlockHandle& handle,
+                                        uint32_t format_version) {
   if (handle.size > (uint64_t{1} << 32)) {
     return Status::Corruption(
         BlockContext(file_name, handle.offset),
@@ -114,15 +121,16 @@ Result<BlockContents> ReadBlockContents(const RandomAccessFile& file,
   Status s = file.Read(handle.offset, n, &data, buf.data.get());
   if (!s.ok()) return s.WithContext(BlockContext(file_name, handle.offset));
   if (data.size() != n) {
-    return Status::Corruption(
-        BlockContext(file_name, handle.offset),
-        "truncated block: read " + std::to_string(data.size()) + " of " +
-            std::to_string(n) + " bytes");
+    return Status::Corruption(BlockContext(file_name, handle.offset),
+                              "truncated block: read " +
+                                  std::to_string(data.size()) + " of " +
+                                  std::to_string(n) + " bytes");
   }
   std::string_view stored = data.substr(0, handle.size);
   char type = data[handle.size];
   uint64_t expected = DecodeFixed64(data.data() + handle.size + 1);
-  if (Checksum64(data.substr(0, handle.size + 1)) != expected) {
+  if (BlockChecksum(format_version, data.substr(0, handle.size + 1)) !=
+      expected) {
     return Status::Corruption(BlockContext(file_name, handle.offset),
                               "checksum mismatch");
   }
@@ -152,8 +160,7 @@ Result<BlockContents> ReadBlockContents(const RandomAccessFile& file,
                 " is implausible for " + std::to_string(input.size()) +
                 " compressed bytes");
       }
-      BlockContents raw{std::unique_ptr<char[]>(new char[raw_size]),
-                        raw_size};
+      BlockContents raw{std::unique_ptr<char[]>(new char[raw_size]), raw_size};
       int got = LZ4_decompress_safe(input.data(), raw.data.get(),
                                     static_cast<int>(input.size()),
                                     static_cast<int>(raw_size));
@@ -172,9 +179,11 @@ Result<BlockContents> ReadBlockContents(const RandomAccessFile& file,
 
 Result<std::string> ReadBlock(const RandomAccessFile& file,
                               std::string_view file_name,
-                              const BlockHandle& handle) {
-  TABLETFS_ASSIGN_OR_RETURN(BlockContents contents,
-                            ReadBlockContents(file, file_name, handle));
+                              const BlockHandle& handle,
+                              uint32_t format_version) {
+  TABLETFS_ASSIGN_OR_RETURN(
+      BlockContents contents,
+      ReadBlockContents(file, file_name, handle, format_version));
   return std::string(contents.view());
 }
 

@@ -1,7 +1,7 @@
 // The on-disk framing of an SSTable (see store/doc/table_format.md): block
-// handles, the per-block trailer (compression type + XXH64 checksum), the
-// fixed-size footer, and ReadBlock(), which verifies and decompresses one
-// block.
+// handles, the per-block trailer (compression type + checksum: XXH64 in
+// format 1, XXH3 in format 2), the fixed-size footer, and ReadBlock(),
+// which verifies and decompresses one block.
 //
 // Thread safety: plain values and pure functions; ReadBlock() may be called
 // concurrently on one RandomAccessFile.
@@ -36,7 +36,8 @@ struct BlockHandle {
   bool DecodeFrom(std::string_view *input);
 };
 
-// 1 byte BlockType + 8 bytes fixed64 XXH64 (seed 0) of contents + type byte.
+// 1 byte BlockType + 8 bytes fixed64 checksum (seed 0) of contents + type
+// byte: XXH64 in format 1, XXH3_64bits in format 2.
 inline constexpr size_t kBlockTrailerSize = 9;
 
 // The last bytes of every SSTable.
@@ -50,22 +51,34 @@ struct Footer {
   uint32_t format_version = 0;
 
   static constexpr size_t kEncodedLength = 52;
-  static constexpr uint32_t kCurrentVersion = 1;
+  // Format versions, persisted in the footer (never reuse a number):
+  //   1: XXH64 block checksums, a whole-table Bloom filter;
+  //   2: XXH3 block checksums, a cache-line-blocked Bloom filter.
+  // Readers open both; writers write kCurrentVersion unless a test asks
+  // for an older one (TableOptions::format_version).
+  static constexpr uint32_t kOldestVersion = 1;
+  static constexpr uint32_t kCurrentVersion = 2;
   static constexpr std::string_view kMagic = "tabletfs";
 
   void EncodeTo(std::string *dst) const;
-  // Checks, in order: the magic, the footer checksum, the format version
-  // (NotSupported naming it when unknown). `file_name` and `offset` (of the
-  // footer in the file) go into error messages.
+  // Checks, in order: the magic, the footer checksum (XXH64 in every
+  // version, so a damaged version field reads as damage), the format
+  // version (NotSupported naming it when unknown). `file_name` and
+  // `offset` (of the footer in the file) go into error messages.
   Status DecodeFrom(std::string_view input, std::string_view file_name,
                     uint64_t offset);
 };
 
+// The checksum of a block trailer in `format_version` (XXH64 for 1, XXH3
+// for 2) of `data`, the stored contents and the type byte.
+// REQUIRES: a version Footer::DecodeFrom accepts.
+uint64_t BlockChecksum(uint32_t format_version, std::string_view data);
+
 // Appends `contents` to *out as a stored block (compressed with lz4 when
-// `compression` asks for it and lz4 saves at least 1/8) plus its trailer.
-// Returns the BlockType used.
+// `compression` asks for it and lz4 saves at least 1/8) plus its trailer,
+// checksummed as `format_version` says. Returns the BlockType used.
 BlockType EncodeBlock(std::string_view contents, Compression compression,
-                      std::string *out);
+                      uint32_t format_version, std::string *out);
 
 // The decoded bytes of one block, in a buffer of its own (allocated without
 // being zeroed: every byte is written by the read or the decompression).
@@ -76,18 +89,20 @@ struct BlockContents {
   std::string_view view() const { return {data.get(), size}; }
 };
 
-// Reads the block at `handle`, verifies its checksum and decompresses it.
-// Corruption names the file and the block offset:
+// Reads the block at `handle` of a table in `format_version`, verifies its
+// checksum and decompresses it. Corruption names the file and the block offset:
 // "<file>: block at offset N: checksum mismatch". A file that returns its
 // bytes in place (a mapped file) costs no copy of a compressed block, and
 // one copy of a raw one.
 Result<BlockContents> ReadBlockContents(const RandomAccessFile &file,
                                         std::string_view file_name,
-                                        const BlockHandle &handle);
+                                        const BlockHandle &handle,
+                                        uint32_t format_version);
 // The same, as a string (the filter block, tests).
 Result<std::string> ReadBlock(const RandomAccessFile &file,
                               std::string_view file_name,
-                              const BlockHandle &handle);
+                              const BlockHandle &handle,
+                              uint32_t format_version);
 
 }  // namespace tabletfs
 

@@ -1,6 +1,7 @@
 #include "store/table/table.h"
 
 #include <cassert>
+#include <cstring>
 
 #include "store/table/block_cache.h"
 #include "store/table/bloom_filter.h"
@@ -30,9 +31,10 @@ Status CheckHandle(const BlockHandle& handle, uint64_t limit,
 
 Result<std::shared_ptr<const Block>> ReadAndParseBlock(
     const RandomAccessFile& file, std::string_view file_name,
-    const BlockHandle& handle) {
-  TABLETFS_ASSIGN_OR_RETURN(BlockContents contents,
-                            ReadBlockContents(file, file_name, handle));
+    const BlockHandle& handle, uint32_t format_version) {
+  TABLETFS_ASSIGN_OR_RETURN(
+      BlockContents contents,
+      ReadBlockContents(file, file_name, handle, format_version));
   return Block::Create(std::move(contents),
                        BlockContext(file_name, handle.offset));
 }
@@ -59,24 +61,31 @@ Result<std::shared_ptr<Table>> Table::Open(
 
   TABLETFS_RETURN_IF_ERROR(
       CheckHandle(footer.index, footer_offset, file_name, "index handle"));
-  TABLETFS_ASSIGN_OR_RETURN(std::shared_ptr<const Block> index,
-                            ReadAndParseBlock(*file, file_name, footer.index));
-  std::string filter;
+  TABLETFS_ASSIGN_OR_RETURN(
+      std::shared_ptr<const Block> index,
+      ReadAndParseBlock(*file, file_name, footer.index, footer.format_version));
+  FilterBytes filter;
+  size_t filter_size = 0;
   if (footer.filter.size > 0) {
     TABLETFS_RETURN_IF_ERROR(
         CheckHandle(footer.filter, footer_offset, file_name, "filter handle"));
-    TABLETFS_ASSIGN_OR_RETURN(filter,
-                              ReadBlock(*file, file_name, footer.filter));
+    TABLETFS_ASSIGN_OR_RETURN(
+        std::string bytes,
+        ReadBlock(*file, file_name, footer.filter, footer.format_version));
+    filter_size = bytes.size();
+    filter.reset(new (std::align_val_t{kFilterAlignment}) char[filter_size]);
+    std::memcpy(filter.get(), bytes.data(), filter_size);
   }
   return std::shared_ptr<Table>(new Table(
       options, std::move(file), file_size, cache_id, std::move(file_name),
-      footer, std::move(index), std::move(filter)));
+      footer, std::move(index), std::move(filter), filter_size));
 }
 
 Table::Table(const TableOptions& options,
              std::unique_ptr<RandomAccessFile> file, uint64_t file_size,
              uint64_t cache_id, std::string file_name, Footer footer,
-             std::shared_ptr<const Block> index, std::string filter)
+             std::shared_ptr<const Block> index, FilterBytes filter,
+             size_t filter_size)
     : options_(options),
       file_(std::move(file)),
       file_size_(file_size),
@@ -84,7 +93,8 @@ Table::Table(const TableOptions& options,
       file_name_(std::move(file_name)),
       footer_(footer),
       index_(std::move(index)),
-      filter_(std::move(filter)) {}
+      filter_(std::move(filter)),
+      filter_size_(filter_size) {}
 
 Table::~Table() = default;
 
@@ -103,8 +113,9 @@ Result<std::shared_ptr<const Block>> Table::ReadDataBlock(
     counters->block_read_bytes.fetch_add(handle.size + kBlockTrailerSize,
                                          std::memory_order_relaxed);
   }
-  TABLETFS_ASSIGN_OR_RETURN(std::shared_ptr<const Block> block,
-                            ReadAndParseBlock(*file_, file_name_, handle));
+  TABLETFS_ASSIGN_OR_RETURN(
+      std::shared_ptr<const Block> block,
+      ReadAndParseBlock(*file_, file_name_, handle, footer_.format_version));
   if (fill_cache) {
     if (cache != nullptr) cache->Insert(cache_id_, handle.offset, block);
   } else {
@@ -115,8 +126,11 @@ Result<std::shared_ptr<const Block>> Table::ReadDataBlock(
 }
 
 bool Table::MayContain(std::string_view filter_key) const {
-  if (filter_.empty()) return true;
-  return BloomFilterMayContain(filter_, filter_key);
+  if (filter_ == nullptr) return true;
+  return BloomFilterMayContain(
+      std::string_view(filter_.get(), filter_size_), filter_key,
+      footer_.format_version == 1 ? BloomLayout::kWholeTable
+                                  : BloomLayout::kCacheLineBlocked);
 }
 
 uint64_t Table::ApproximateOffsetOf(std::string_view key) const {
@@ -138,11 +152,12 @@ std::vector<std::string> Table::IndexKeys() const {
 }
 
 Status Table::VerifyChecksums() const {
-  TABLETFS_ASSIGN_OR_RETURN(
-      std::shared_ptr<const Block> index,
-      ReadAndParseBlock(*file_, file_name_, footer_.index));
+  TABLETFS_ASSIGN_OR_RETURN(std::shared_ptr<const Block> index,
+                            ReadAndParseBlock(*file_, file_name_, footer_.index,
+                                              footer_.format_version));
   if (footer_.filter.size > 0) {
-    Result<std::string> filter = ReadBlock(*file_, file_name_, footer_.filter);
+    Result<std::string> filter =
+        ReadBlock(*file_, file_name_, footer_.filter, footer_.format_version);
     if (!filter.ok()) return filter.status();
   }
   std::unique_ptr<Iterator> index_iter = Block::NewIterator(index);
@@ -155,8 +170,9 @@ Status Table::VerifyChecksums() const {
     TABLETFS_RETURN_IF_ERROR(CheckHandle(handle,
                                          file_size_ - Footer::kEncodedLength,
                                          file_name_, "index entry"));
-    TABLETFS_ASSIGN_OR_RETURN(std::shared_ptr<const Block> block,
-                              ReadAndParseBlock(*file_, file_name_, handle));
+    TABLETFS_ASSIGN_OR_RETURN(
+        std::shared_ptr<const Block> block,
+        ReadAndParseBlock(*file_, file_name_, handle, footer_.format_version));
     std::unique_ptr<Iterator> it = Block::NewIterator(std::move(block));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
     }

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,9 +79,20 @@ class Table : public std::enable_shared_from_this<Table> {
  private:
   class TwoLevelIterator;
 
+  // The filter's bytes, at a cache-line boundary: a probe of a blocked
+  // filter then touches one cache line, not two.
+  struct AlignedDelete {
+    void operator()(char *p) const {
+      ::operator delete[](p, std::align_val_t{kFilterAlignment});
+    }
+  };
+  static constexpr size_t kFilterAlignment = 64;
+  using FilterBytes = std::unique_ptr<char[], AlignedDelete>;
+
   Table(const TableOptions &options, std::unique_ptr<RandomAccessFile> file,
         uint64_t file_size, uint64_t cache_id, std::string file_name,
-        Footer footer, std::shared_ptr<const Block> index, std::string filter);
+        Footer footer, std::shared_ptr<const Block> index, FilterBytes filter,
+        size_t filter_size);
 
   // The data block at `handle`, from the cache or the file.
   Result<std::shared_ptr<const Block>> ReadDataBlock(const BlockHandle &handle,
@@ -93,7 +105,8 @@ class Table : public std::enable_shared_from_this<Table> {
   const std::string file_name_;
   const Footer footer_;
   const std::shared_ptr<const Block> index_;
-  const std::string filter_;  // Empty: no filter.
+  const FilterBytes filter_;  // nullptr: no filter.
+  const size_t filter_size_;
 };
 
 }  // namespace tabletfs

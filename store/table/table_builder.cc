@@ -13,7 +13,11 @@ TableBuilder::TableBuilder(const TableOptions& options, WritableFile* file)
       // The index is small and searched once per table read: a restart at
       // every entry makes Seek a pure binary search.
       index_block_(1),
-      filter_(options.bloom_bits_per_key > 0 ? options.bloom_bits_per_key : 1) {
+      filter_(options.bloom_bits_per_key > 0 ? options.bloom_bits_per_key : 1,
+              options.format_version == 1 ? BloomLayout::kWholeTable
+                                          : BloomLayout::kCacheLineBlocked) {
+  assert(options.format_version >= Footer::kOldestVersion &&
+         options.format_version <= Footer::kCurrentVersion);
 }
 
 TableBuilder::~TableBuilder() { assert(closed_); }
@@ -60,7 +64,7 @@ void TableBuilder::FlushDataBlock() {
 void TableBuilder::WriteBlock(std::string_view contents,
                               Compression compression, BlockHandle* handle) {
   scratch_.clear();
-  EncodeBlock(contents, compression, &scratch_);
+  EncodeBlock(contents, compression, options_.format_version, &scratch_);
   handle->offset = offset_;
   handle->size = scratch_.size() - kBlockTrailerSize;
   status_ = file_->Append(scratch_);
@@ -72,7 +76,7 @@ Status TableBuilder::Finish() {
   FlushDataBlock();
   closed_ = true;
   Footer footer;
-  footer.format_version = Footer::kCurrentVersion;
+  footer.format_version = options_.format_version;
   if (status_.ok() && options_.bloom_bits_per_key > 0) {
     WriteBlock(filter_.Finish(), Compression::kNone, &footer.filter);
   }

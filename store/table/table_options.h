@@ -33,6 +33,10 @@ struct TableOptions {
   size_t block_size = 16u << 10;
   // Keys between restart points in a block.
   int restart_interval = 16;
+  // The format version new tables are written in (Footer::kCurrentVersion;
+  // store/doc/table_format.md). Only tests of older readers set 1; readers
+  // take the version from each table's footer.
+  uint32_t format_version = 2;
   // 0: no filter block.
   int bloom_bits_per_key = 10;
   // Appends to *filter_keys the strings (usually prefixes of key: the row,

@@ -354,7 +354,7 @@ TEST(TableFormatTest, FooterLayout) {
   std::string contents = BuildTable(options, MakeData(50, true));
   EXPECT_EQ(contents.substr(contents.size() - 8), "tabletfs");
   Footer footer = ReadFooter(contents);
-  EXPECT_EQ(footer.format_version, 1u);
+  EXPECT_EQ(footer.format_version, 2u);
   // Data blocks, then the filter, then the index, then the footer.
   EXPECT_EQ(footer.filter.offset + footer.filter.size + kBlockTrailerSize,
             footer.index.offset);
@@ -362,13 +362,53 @@ TEST(TableFormatTest, FooterLayout) {
             contents.size() - Footer::kEncodedLength);
 }
 
+std::string Hex(std::string_view bytes) {
+  std::string hex;
+  for (unsigned char c : bytes) {
+    char buf[3];
+    std::snprintf(buf, sizeof(buf), "%02x", c);
+    hex += buf;
+  }
+  return hex;
+}
+
+std::string Unspaced(const char* hex) {
+  std::string out;
+  for (const char* p = hex; *p; ++p) {
+    if (*p != ' ') out.push_back(*p);
+  }
+  return out;
+}
+
+const KV kExampleRows = {{"row1/a", "x"}, {"row1/b", "yz"}, {"row2/a", ""}};
+
 // The worked example of store/doc/table_format.md, byte for byte: a change
 // here is a format change (new version, updated doc).
 TEST(TableFormatTest, GoldenExample) {
   TableOptions options;
-  std::string contents =
-      BuildTable(options, {{"row1/a", "x"}, {"row1/b", "yz"}, {"row2/a", ""}});
+  std::string contents = BuildTable(options, kExampleRows);
   const char* kGolden =
+      "00 06 01 72 6f 77 31 2f 61 78 05 01 02 62 79 7a"
+      "03 03 00 32 2f 61 00 00 00 00 01 00 00 00 00 87"
+      "59 73 69 98 e1 f3 83 00 00 06 00 00 02 00 05 00"
+      "00 00 00 00 80 01 00 00 00 00 00 00 00 00 00 01"
+      "40 00 20 00 80 00 02 04 10 02 00 00 00 00 00 00"
+      "20 00 00 00 04 20 02 00 00 10 00 00 00 00 00 00"
+      "00 00 00 00 00 00 40 07 00 9a a4 94 e5 bd 53 03"
+      "9a 00 06 02 72 6f 77 32 2f 61 00 1e 00 00 00 00"
+      "01 00 00 00 00 e3 5c 06 42 d1 66 c2 34 71 00 00"
+      "00 00 00 00 00 13 00 00 00 00 00 00 00 27 00 00"
+      "00 00 00 00 00 41 00 00 00 00 00 00 00 02 00 00"
+      "00 0f 12 61 62 d8 9d c7 a2 74 61 62 6c 65 74 66"
+      "73";
+  EXPECT_EQ(Hex(contents), Unspaced(kGolden));
+  EXPECT_EQ(contents.size(), 193u);
+}
+
+// The format-1 example of the same rows (table_format.md, "Format 1"):
+// still written byte for byte when asked, and read by this build.
+TEST(TableFormatTest, Version1StillReadable) {
+  const char* kGoldenV1 =
       "00 06 01 72 6f 77 31 2f 61 78 05 01 02 62 79 7a"
       "03 03 00 32 2f 61 00 00 00 00 01 00 00 00 00 41"
       "e5 86 b1 8a 75 60 c9 8c 02 45 02 e3 60 30 18 07"
@@ -378,31 +418,45 @@ TEST(TableFormatTest, GoldenExample) {
       "00 00 00 00 00 27 00 00 00 00 00 00 00 09 00 00"
       "00 00 00 00 00 01 00 00 00 22 d6 37 1b 17 cb d2"
       "72 74 61 62 6c 65 74 66 73";
-  std::string hex;
-  for (unsigned char c : contents) {
-    char buf[3];
-    std::snprintf(buf, sizeof(buf), "%02x", c);
-    hex += buf;
+  TableOptions v1;
+  v1.format_version = 1;
+  EXPECT_EQ(Hex(BuildTable(v1, kExampleRows)), Unspaced(kGoldenV1));
+
+  std::string contents;
+  const std::string hex = Unspaced(kGoldenV1);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    contents.push_back(
+        static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
   }
-  std::string golden;
-  for (const char* p = kGolden; *p; ++p) {
-    if (*p != ' ') golden.push_back(*p);
-  }
-  EXPECT_EQ(hex, golden);
-  EXPECT_EQ(contents.size(), 137u);
+  // Read with default (format-2) options: the footer decides.
+  auto table = OpenTable(TableOptions(), contents);
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  Status s;
+  EXPECT_EQ(ReadAll(**table, &s), kExampleRows);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE((*table)->VerifyChecksums().ok());
+  EXPECT_TRUE((*table)->MayContain("row1/a"));
+  EXPECT_TRUE((*table)->MayContain("row2/a"));
+  EXPECT_FALSE((*table)->MayContain("row3/a"));
+  // A flipped data byte is caught by the format-1 checksum.
+  contents[3] ^= 1;
+  auto bad = OpenTable(TableOptions(), contents);
+  ASSERT_TRUE(bad.ok());
+  ReadAll(**bad, &s);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
 }
 
 TEST(TableFormatTest, UnknownVersionIsNotSupported) {
   TableOptions options = SmallBlocks();
   std::string contents = BuildTable(options, MakeData(10, true));
   size_t off = contents.size() - Footer::kEncodedLength;
-  // Version 2 with a valid footer checksum: a table from a newer build.
-  EncodeFixed32(contents.data() + off + 32, 2);
+  // Version 3 with a valid footer checksum: a table from a newer build.
+  EncodeFixed32(contents.data() + off + 32, 3);
   EncodeFixed64(contents.data() + off + 36,
                 Checksum64(std::string_view(contents).substr(off, 36)));
   auto table = OpenTable(options, contents);
   ASSERT_TRUE(table.status().IsNotSupported()) << table.status().ToString();
-  EXPECT_NE(table.status().message().find("format version 2"),
+  EXPECT_NE(table.status().message().find("format version 3"),
             std::string::npos);
   EXPECT_NE(table.status().message().find(kFileName), std::string::npos);
 }
@@ -434,7 +488,7 @@ TEST(TableFormatTest, Lz4SizeBeyondExpansionIsRefusedBeforeAllocating) {
     PutVarint64(&block, raw_size);
     block.append(payload);
     block.push_back(static_cast<char>(BlockType::kLz4));
-    PutFixed64(&block, Checksum64(block));
+    PutFixed64(&block, BlockChecksum(Footer::kCurrentVersion, block));
     return block;
   };
   const std::string payload(12, '\x1f');
@@ -443,7 +497,8 @@ TEST(TableFormatTest, Lz4SizeBeyondExpansionIsRefusedBeforeAllocating) {
     std::string file = stored_block(raw_size, payload);
     StringSource source(std::make_shared<const std::string>(file));
     BlockHandle handle{0, file.size() - kBlockTrailerSize};
-    Result<std::string> block = ReadBlock(source, "t.sst", handle);
+    Result<std::string> block =
+        ReadBlock(source, "t.sst", handle, Footer::kCurrentVersion);
     ASSERT_FALSE(block.ok());
     EXPECT_TRUE(block.status().IsCorruption());
     EXPECT_NE(block.status().message().find("implausible"), std::string::npos)
@@ -452,10 +507,13 @@ TEST(TableFormatTest, Lz4SizeBeyondExpansionIsRefusedBeforeAllocating) {
   // A real, highly compressible block still decodes: 1 MiB of zeros.
   std::string zeros(1 << 20, '\0');
   std::string file;
-  ASSERT_EQ(EncodeBlock(zeros, Compression::kLz4, &file), BlockType::kLz4);
+  ASSERT_EQ(
+      EncodeBlock(zeros, Compression::kLz4, Footer::kCurrentVersion, &file),
+      BlockType::kLz4);
   StringSource source(std::make_shared<const std::string>(file));
   Result<std::string> block =
-      ReadBlock(source, "t.sst", {0, file.size() - kBlockTrailerSize});
+      ReadBlock(source, "t.sst", {0, file.size() - kBlockTrailerSize},
+                Footer::kCurrentVersion);
   ASSERT_TRUE(block.ok()) << block.status().ToString();
   EXPECT_EQ(*block, zeros);
 }
@@ -482,6 +540,8 @@ class TableCorruptionTest : public ::testing::Test {
       ASSERT_EQ(e->second, it->value());
     }
   }
+
+  void ExpectEveryByteCaught(uint32_t format_version);
 
   TableOptions options_;
   KV kv_;
@@ -551,9 +611,18 @@ TEST_F(TableCorruptionTest, Footer) {
 
 // Every single flipped bit anywhere in the file is caught: at Open, while
 // iterating, or by VerifyChecksums; and no damaged byte is returned as data.
+// In both format versions (their checksums differ).
 TEST_F(TableCorruptionTest, EveryByte) {
+  for (uint32_t version : {1u, 2u}) {
+    SCOPED_TRACE("format version " + std::to_string(version));
+    ExpectEveryByteCaught(version);
+  }
+}
+
+void TableCorruptionTest::ExpectEveryByteCaught(uint32_t format_version) {
   TableOptions options = options_;
   options.block_size = 256;
+  options.format_version = format_version;
   KV kv = MakeData(6, true);
   std::string contents = BuildTable(options, kv);
   for (size_t i = 0; i < contents.size(); ++i) {

@@ -45,8 +45,13 @@ class RandomAccessFile {
 
   // Reads up to n bytes at offset. *result points into scratch (at least n
   // bytes) or into memory the file owns for its lifetime. Thread-safe.
+  // When ReadsInPlace(), scratch may be nullptr.
   virtual Status Read(uint64_t offset, size_t n, std::string_view *result,
                       char *scratch) const = 0;
+
+  // True when Read() always returns memory the file owns (a mapped file)
+  // and never touches scratch: a reader may then skip allocating one.
+  virtual bool ReadsInPlace() const { return false; }
 
   // A hint from a one-pass reader (a compaction's input) that it is done
   // with the bytes up to offset + n: a mapped file drops the pages holding

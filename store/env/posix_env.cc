@@ -227,10 +227,12 @@ class PosixMmapRandomAccessFile final : public RandomAccessFile {
       *result = {};
       return Status::OK();  // past the end: an empty read, as pread's
     }
-    *result = std::string_view(base_ + offset,
-                               std::min<uint64_t>(n, size_ - offset));
+    *result =
+        std::string_view(base_ + offset, std::min<uint64_t>(n, size_ - offset));
     return Status::OK();
   }
+
+  bool ReadsInPlace() const override { return true; }
 
   void DropReadPages(uint64_t offset, size_t n) const override {
     // From the page holding `offset` (a one-pass reader is done with the
@@ -242,8 +244,8 @@ class PosixMmapRandomAccessFile final : public RandomAccessFile {
     if (offset >= size_) return;
     uint64_t end = std::min<uint64_t>(offset + n, size_);
     uint64_t first = offset / page * page;
-    uint64_t last = end == size_ ? (end + page - 1) / page * page
-                                 : end / page * page;
+    uint64_t last =
+        end == size_ ? (end + page - 1) / page * page : end / page * page;
     if (first >= last) return;
     ::madvise(const_cast<char*>(base_) + first, last - first, MADV_DONTNEED);
   }

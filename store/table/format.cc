@@ -116,7 +116,12 @@ Result<BlockContents> ReadBlockContents(const RandomAccessFile& file,
         "implausible block size " + std::to_string(handle.size));
   }
   size_t n = handle.size + kBlockTrailerSize;
-  BlockContents buf{std::unique_ptr<char[]>(new char[n]), handle.size};
+  // A mapped file needs no read buffer: a compressed block is decompressed
+  // from the mapping and a raw one copied out of it, one allocation each.
+  BlockContents buf;
+  if (!file.ReadsInPlace()) {
+    buf = {std::unique_ptr<char[]>(new char[n]), handle.size};
+  }
   std::string_view data;
   Status s = file.Read(handle.offset, n, &data, buf.data.get());
   if (!s.ok()) return s.WithContext(BlockContext(file_name, handle.offset));
@@ -137,8 +142,12 @@ Result<BlockContents> ReadBlockContents(const RandomAccessFile& file,
   switch (static_cast<BlockType>(type)) {
     case BlockType::kRaw:
       if (data.data() != buf.data.get()) {  // in place: copy it out
+        if (buf.data == nullptr) {
+          buf.data.reset(new char[stored.size()]);
+        }
         std::memcpy(buf.data.get(), stored.data(), stored.size());
       }
+      buf.size = stored.size();
       return buf;
     case BlockType::kLz4: {
       uint64_t raw_size;

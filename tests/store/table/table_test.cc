@@ -255,6 +255,40 @@ TEST(TableTest, BloomFilterOnPrefixes) {
   EXPECT_TRUE((*unfiltered)->MayContain("anything"));
 }
 
+// A file that reads in place (a mapped one) gets no scratch buffer: raw
+// and lz4 blocks are copied or decompressed straight out of its bytes, and
+// damage is still caught.
+TEST(TableTest, InPlaceReads) {
+  TableOptions options = SmallBlocks();
+  options.compression = [](std::string_view first_key) {
+    return first_key < Row(50) ? Compression::kLz4 : Compression::kNone;
+  };
+  KV kv = MakeData(100, true);
+  std::string contents = BuildTable(options, kv);
+  auto open_in_place = [&](const std::string& bytes) {
+    return Table::Open(
+        options,
+        std::make_unique<StringSource>(
+            std::make_shared<const std::string>(bytes), nullptr, true),
+        bytes.size(), 7, kFileName);
+  };
+  auto table = open_in_place(contents);
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  Status s;
+  EXPECT_EQ(ReadAll(**table, &s), kv);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE((*table)->VerifyChecksums().ok());
+  for (uint64_t victim :
+       {uint64_t{5}, (*table)->ApproximateOffsetOf(Row(60)) + 5}) {
+    std::string bad = contents;
+    bad[victim] ^= 0x10;
+    auto damaged = open_in_place(bad);
+    ASSERT_TRUE(damaged.ok());
+    ReadAll(**damaged, &s);
+    EXPECT_TRUE(s.IsCorruption()) << victim << " " << s.ToString();
+  }
+}
+
 TEST(TableTest, IteratorOutlivesCallerReference) {
   TableOptions options = SmallBlocks();
   KV kv = MakeData(100, true);

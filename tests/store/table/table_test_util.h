@@ -36,12 +36,16 @@ class StringSink final : public WritableFile {
 };
 
 // Reads an immutable snapshot of bytes; decrements *open_count when
-// destroyed (when given).
+// destroyed (when given). in_place: returns its own bytes and never
+// touches scratch, as a mapped file does (ReadsInPlace()).
 class StringSource final : public RandomAccessFile {
  public:
   explicit StringSource(std::shared_ptr<const std::string> contents,
-                        std::atomic<int>* open_count = nullptr)
-      : contents_(std::move(contents)), open_count_(open_count) {
+                        std::atomic<int>* open_count = nullptr,
+                        bool in_place = false)
+      : contents_(std::move(contents)),
+        open_count_(open_count),
+        in_place_(in_place) {
     if (open_count_ != nullptr) open_count_->fetch_add(1);
   }
   ~StringSource() override {
@@ -53,14 +57,20 @@ class StringSource final : public RandomAccessFile {
       return Status::IOError("read past end of file");
     }
     size_t len = std::min<uint64_t>(n, contents_->size() - offset);
+    if (in_place_) {
+      *result = std::string_view(contents_->data() + offset, len);
+      return Status::OK();
+    }
     std::memcpy(scratch, contents_->data() + offset, len);
     *result = std::string_view(scratch, len);
     return Status::OK();
   }
+  bool ReadsInPlace() const override { return in_place_; }
 
  private:
   const std::shared_ptr<const std::string> contents_;
   std::atomic<int>* const open_count_;
+  const bool in_place_;
 };
 
 // Files are put in whole by the test; only NewRandomAccessFile and

@@ -184,41 +184,32 @@ std::string_view RowPrefixView(std::string_view key) {
 // binary search, levels >= 1 being sorted and disjoint by row), and only
 // those whose Bloom filter may hold `row_prefix` and, when `cell_keys` is not
 // empty, one of them. The row prefix goes first: every key adds it, so one
-// probe rules out a file that holds nothing of the row.
+// probe rules out a file that holds nothing of the row. Each candidate's
+// filter line for the row is prefetched before any is probed: a probe is a
+// cache miss, and the candidates' misses then overlap.
 void AddPointFileIterators(TableCache* cache, const Version& version,
                            std::string_view row_prefix,
                            std::span<const std::string_view> cell_keys,
                            std::atomic<uint64_t>* bloom_useful,
                            std::vector<std::unique_ptr<Iterator>>* children) {
-  auto add = [&](const FileMeta& f) {
+  const BloomKey row_key(row_prefix);
+  std::vector<std::shared_ptr<Table>> tables;
+  tables.reserve(version.levels[0].size() + Version::kNumLevels);
+  auto consider = [&](const FileMeta& f) {
     Result<std::shared_ptr<Table>> t = cache->Get(f.number, f.size);
     if (!t.ok()) {
       children->push_back(NewEmptyIterator(t.status()));
       return;
     }
-    const Table& table = **t;
-    bool may_contain = table.MayContain(row_prefix);
-    if (may_contain && !cell_keys.empty()) {
-      may_contain = false;
-      for (std::string_view k : cell_keys) {
-        if (table.MayContain(k)) {
-          may_contain = true;
-          break;
-        }
-      }
-    }
-    if (!may_contain) {
-      bloom_useful->fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    children->push_back(table.NewIterator());
+    (*t)->PrefetchFilter(row_key);
+    tables.push_back(std::move(t).value());
   };
   for (const auto& f : version.levels[0]) {
     if (row_prefix < RowPrefixView(f->smallest) ||
         row_prefix > RowPrefixView(f->largest)) {
       continue;
     }
-    add(*f);
+    consider(*f);
   }
   for (int level = 1; level < Version::kNumLevels; ++level) {
     const auto& files = version.levels[level];
@@ -232,7 +223,24 @@ void AddPointFileIterators(TableCache* cache, const Version& version,
     if (row_prefix < RowPrefixView(f.smallest)) {
       continue;
     }
-    add(f);
+    consider(f);
+  }
+  for (const std::shared_ptr<Table>& table : tables) {
+    bool may_contain = table->MayContain(row_key);
+    if (may_contain && !cell_keys.empty()) {
+      may_contain = false;
+      for (std::string_view k : cell_keys) {
+        if (table->MayContain(k)) {
+          may_contain = true;
+          break;
+        }
+      }
+    }
+    if (!may_contain) {
+      bloom_useful->fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    children->push_back(table->NewIterator());
   }
 }
 

@@ -43,12 +43,16 @@ void ForEachWholeTableProbe(uint64_t hash, int k, uint64_t bits, Fn fn) {
 // Blocked layout: the high 32 bits of the hash pick the block (a multiply
 // and a shift map them evenly onto [0, blocks) without a division); the
 // low 32 bits give the probes, each the top 9 bits of a running product
-// with an odd constant (the 32-bit golden ratio), which visits distinct
-// values. `fn(bit)` gets the bit's number counted from the filter's start.
+// with an odd constant (the 32-bit golden ratio: multiplying by an odd
+// number loses no state and moves low bits up). `fn(bit)` gets the bit's
+// number counted from the filter's start.
+uint64_t BlockOf(uint64_t hash, uint64_t blocks) {
+  return ((hash >> 32) * blocks) >> 32;
+}
+
 template <typename Fn>
 void ForEachBlockedProbe(uint64_t hash, int k, uint64_t blocks, Fn fn) {
-  const uint64_t block = ((hash >> 32) * blocks) >> 32;
-  const uint64_t base = block * kBlockBits;
+  const uint64_t base = BlockOf(hash, blocks) * kBlockBits;
   uint32_t h = static_cast<uint32_t>(hash);
   for (int i = 0; i < k; ++i) {
     if (!fn(base + (h >> 23))) return;
@@ -107,7 +111,25 @@ std::string BloomFilterBuilder::Finish() {
   return filter;
 }
 
-bool BloomFilterMayContain(std::string_view filter, std::string_view key,
+uint64_t BloomKey::hash(BloomLayout layout) const {
+  const int i = layout == BloomLayout::kWholeTable ? 0 : 1;
+  if (!hashed_[i]) {
+    hashes_[i] = BloomHash(key_, layout);
+    hashed_[i] = true;
+  }
+  return hashes_[i];
+}
+
+void BloomFilterPrefetch(std::string_view filter, const BloomKey& key,
+                         BloomLayout layout) {
+  if (layout != BloomLayout::kCacheLineBlocked || filter.size() < 2) return;
+  const uint64_t bytes = filter.size() - 1;
+  if (bytes % kBloomBlockBytes != 0) return;
+  const uint64_t block = BlockOf(key.hash(layout), bytes / kBloomBlockBytes);
+  __builtin_prefetch(filter.data() + block * kBloomBlockBytes);
+}
+
+bool BloomFilterMayContain(std::string_view filter, const BloomKey& key,
                            BloomLayout layout) {
   if (filter.size() < 2) return true;
   int k = static_cast<uint8_t>(filter.back());
@@ -118,11 +140,10 @@ bool BloomFilterMayContain(std::string_view filter, std::string_view key,
   bool all_set = true;
   auto test = [&](uint64_t bit) { return all_set = TestBit(filter, bit); };
   if (layout == BloomLayout::kWholeTable) {
-    ForEachWholeTableProbe(BloomHash(key, layout), k, bytes * 8, test);
+    ForEachWholeTableProbe(key.hash(layout), k, bytes * 8, test);
   } else {
     if (bytes % kBloomBlockBytes != 0) return true;  // Malformed.
-    ForEachBlockedProbe(BloomHash(key, layout), k, bytes / kBloomBlockBytes,
-                        test);
+    ForEachBlockedProbe(key.hash(layout), k, bytes / kBloomBlockBytes, test);
   }
   return all_set;
 }

@@ -55,12 +55,33 @@ class BloomFilterBuilder {
   std::vector<uint64_t> hashes_;
 };
 
+// A key to probe in filters, hashed once per layout when first needed: a
+// point read probes one row in the filters of several tables. The viewed
+// bytes must outlive it. Not thread-safe (the hashes are cached).
+class BloomKey {
+ public:
+  explicit BloomKey(std::string_view key) : key_(key) {}
+  uint64_t hash(BloomLayout layout) const;
+
+ private:
+  const std::string_view key_;
+  mutable uint64_t hashes_[2] = {0, 0};
+  mutable bool hashed_[2] = {false, false};
+};
+
 // False only when `key` was certainly not added to the filter that `filter`
 // encodes in `layout`. A filter built from no keys matches nothing; a
 // malformed one (under 2 bytes, or a blocked filter that is not whole
 // blocks) or one with a reserved k matches everything.
-bool BloomFilterMayContain(std::string_view filter, std::string_view key,
+bool BloomFilterMayContain(std::string_view filter, const BloomKey &key,
                            BloomLayout layout);
+
+// Starts loading the cache line that BloomFilterMayContain(filter, key,
+// kCacheLineBlocked) will read, so that probes of several filters wait for
+// memory together. Does nothing for the whole-table layout or a malformed
+// filter. Never reads the filter.
+void BloomFilterPrefetch(std::string_view filter, const BloomKey &key,
+                         BloomLayout layout);
 
 }  // namespace tabletfs
 

@@ -125,12 +125,24 @@ Result<std::shared_ptr<const Block>> Table::ReadDataBlock(
   return block;
 }
 
+BloomLayout Table::filter_layout() const {
+  return footer_.format_version == 1 ? BloomLayout::kWholeTable
+                                     : BloomLayout::kCacheLineBlocked;
+}
+
 bool Table::MayContain(std::string_view filter_key) const {
+  return MayContain(BloomKey(filter_key));
+}
+
+bool Table::MayContain(const BloomKey& filter_key) const {
   if (filter_ == nullptr) return true;
-  return BloomFilterMayContain(
-      std::string_view(filter_.get(), filter_size_), filter_key,
-      footer_.format_version == 1 ? BloomLayout::kWholeTable
-                                  : BloomLayout::kCacheLineBlocked);
+  return BloomFilterMayContain(filter(), filter_key, filter_layout());
+}
+
+void Table::PrefetchFilter(const BloomKey& filter_key) const {
+  if (filter_ != nullptr) {
+    BloomFilterPrefetch(filter(), filter_key, filter_layout());
+  }
 }
 
 uint64_t Table::ApproximateOffsetOf(std::string_view key) const {

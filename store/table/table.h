@@ -25,6 +25,7 @@
 #include "store/env.h"
 #include "store/status.h"
 #include "store/table/block.h"
+#include "store/table/bloom_filter.h"
 #include "store/table/format.h"
 #include "store/table/table_options.h"
 #include "store/util/iterator.h"
@@ -58,6 +59,11 @@ class Table : public std::enable_shared_from_this<Table> {
   // filter keys (TableOptions::filter_keys). True when the table has no
   // filter.
   bool MayContain(std::string_view filter_key) const;
+  // The same for a key probed in many tables (hashed once per layout).
+  bool MayContain(const BloomKey &filter_key) const;
+  // Starts loading the part of the filter MayContain(filter_key) reads, so
+  // that a read checking several tables waits for their filters together.
+  void PrefetchFilter(const BloomKey &filter_key) const;
 
   // Reads the index, the filter and every data block from the file (not the
   // cache) and verifies their checksums and structure. Returns the first
@@ -93,6 +99,9 @@ class Table : public std::enable_shared_from_this<Table> {
         uint64_t file_size, uint64_t cache_id, std::string file_name,
         Footer footer, std::shared_ptr<const Block> index, FilterBytes filter,
         size_t filter_size);
+
+  BloomLayout filter_layout() const;
+  std::string_view filter() const { return {filter_.get(), filter_size_}; }
 
   // The data block at `handle`, from the cache or the file.
   Result<std::shared_ptr<const Block>> ReadDataBlock(const BlockHandle &handle,

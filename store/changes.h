@@ -31,6 +31,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,13 +81,26 @@ struct SubscribeOptions {
   // When every subscriber excludes a write's origin, the store does not
   // even build its events.
   uint64_t exclude_origin = 0;
+  // Start in the past: when set, a server timestamp (microseconds), the
+  // subscription first delivers the changes committed at or after it that
+  // the store still holds, in commit order, then the live events, with no
+  // gap and no duplicate between the two. Unset: only changes committed
+  // after Subscribe returns. A time later than now starts now. The past
+  // holds row mutations only (no schema drops), and a version deleted
+  // since is still named (events carry no values). How far back a store
+  // holds changes, and what it answers for an older start, is its own
+  // (DB: the commit logs it keeps, Options::change_history_bytes in
+  // store/options.h; NotFound naming the oldest time it holds).
+  std::optional<int64_t> since;
 };
 
 struct ChangeBatch {
   // Queued events, in commit order.
   std::vector<ChangeEvent> events;
   // Events dropped, all committed after `events` and before those of the
-  // next Read, because the queue was full. 0: nothing lost.
+  // next Read, because the queue was full. 0: nothing lost. A subscription
+  // that starts in the past and cannot read it (a damaged log) reports 1
+  // for the rest of the past it skips (the store's log says why).
   uint64_t lost = 0;
   // OK while the subscription delivers. Otherwise it has ended for good
   // (after `events`): no more events come, and every later Read returns

@@ -41,6 +41,13 @@ struct Options {
   // hold the oldest log are flushed, so one cold tablet never pins the log
   // and recovery stays short.
   uint64_t max_log_bytes = 256ull << 20;
+  // Commit logs kept after their entries were flushed, for change
+  // subscriptions that start in the past (SubscribeOptions::since): the
+  // newest flushed logs, up to this many bytes, stay on disk beside the
+  // live ones (the logs recovered at open count as flushed). 0: the past
+  // reaches only as far as the live logs. The disk cost is at most this
+  // much more log.
+  uint64_t change_history_bytes = 64u << 20;
 
   // Target uncompressed size of an SSTable data block.
   size_t block_size = 16u << 10;

@@ -91,10 +91,19 @@ Status DBImpl::FinishRecovery(const std::vector<uint64_t>& old_logs) {
   // The log's directory entry must be durable before a synced write in it
   // is acknowledged.
   TABLETFS_RETURN_IF_ERROR(env_->SyncDir(dir_));
+  // The recovered logs are history now (Options::change_history_bytes):
+  // their sizes count against its budget.
+  std::map<uint64_t, uint64_t> old_sizes;
+  for (uint64_t number : old_logs) {
+    Result<uint64_t> size = env_->GetFileSize(FileName(number, ".log"));
+    old_sizes[number] = size.ok() ? *size : 0;
+  }
   {
     MutexLock l(&mu_);
     current_log_number_ = new_log;
+    log_sizes_.insert(old_sizes.begin(), old_sizes.end());
     log_sizes_[new_log] = 0;
+    log_starts_[new_log] = last_ts_;
   }
   if (!old_logs.empty()) {
     Log(LogLevel::kInfo,
@@ -131,6 +140,7 @@ void DBImpl::RollLogAfterFailure() {
   current_log_number_ = number;
   log_file_bytes_ = 0;
   log_sizes_[number] = 0;
+  log_starts_[number] = last_ts_;
   Status s = env_->SyncDir(dir_);
   if (!s.ok()) bg_error_ = s.WithContext("replacing a failed log");
 }
@@ -173,6 +183,7 @@ Status DBImpl::SwitchLog() {
   current_log_number_ = number;
   log_file_bytes_ = 0;
   log_sizes_[number] = 0;
+  log_starts_[number] = last_ts_;
   return Status::OK();
 }
 
@@ -368,17 +379,17 @@ void DBImpl::CommitLoop() {
   // Ticks on a fixed schedule (not "interval after the last sync"), so a
   // write waits at most one interval plus one sync for its commit.
   using Clock = std::chrono::steady_clock;
-  const auto interval = std::chrono::duration_cast<Clock::duration>(
-      options_.commit_interval);
+  const auto interval =
+      std::chrono::duration_cast<Clock::duration>(options_.commit_interval);
   Clock::time_point next = Clock::now() + interval;
   MutexLock l(&mu_);
   while (!shutting_down_) {
     Clock::time_point now = Clock::now();
     if (now < next) {
-      AwaitFor(&commit_cv_,
-               std::chrono::duration_cast<std::chrono::microseconds>(next -
-                                                                     now) +
-                   std::chrono::microseconds(1));
+      AwaitFor(
+          &commit_cv_,
+          std::chrono::duration_cast<std::chrono::microseconds>(next - now) +
+              std::chrono::microseconds(1));
       continue;  // shutting down, or woken early: look again
     }
     // Behind (a slow sync, a stopped process): the next tick is an interval
@@ -485,8 +496,8 @@ std::shared_ptr<Tablet> DBImpl::NextFlush() {
 bool DBImpl::HasBackgroundWork() {
   if (!bg_error_.ok() || bg_paused_) return false;
   return NextFlush() != nullptr || !reclaim_.empty() ||
-         manual_requested_ > manual_completed_ ||
-         NeedsTabletChange() || NeedsCompaction();
+         manual_requested_ > manual_completed_ || NeedsTabletChange() ||
+         NeedsCompaction();
 }
 
 void DBImpl::BackgroundLoop() {

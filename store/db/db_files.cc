@@ -61,13 +61,12 @@ void DBImpl::DeleteObsoleteFiles() {
     env_->RemoveFile(TableFileName(dir_, n)).IgnoreError();
   }
   for (uint64_t n : values) env_->RemoveFile(FileName(n, ".vlf")).IgnoreError();
-  // Logs older than the manifest's log number hold only flushed entries.
+  // Logs older than the manifest's log number hold only flushed entries;
+  // the newest of them stay for the change history.
   uint64_t log_number;
   {
     MutexLock l(&mu_);
-    log_number = log_number_;
-    std::erase_if(log_sizes_,
-                  [&](const auto& e) { return e.first < log_number; });
+    log_number = KeptLogFloor();
     std::erase_if(live_files_,
                   [](const auto& e) { return e.second.expired(); });
   }
@@ -93,7 +92,7 @@ Status DBImpl::RemoveOrphans() {
   }
   {
     MutexLock l(&mu_);
-    log_number = log_number_;
+    log_number = KeptLogFloor();
     for (const auto& [id, t] : tablets_) {
       for (const auto& level : t->version->levels) {
         for (const auto& f : level) {
@@ -124,6 +123,23 @@ Status DBImpl::RemoveOrphans() {
     }
   }
   return Status::OK();
+}
+
+uint64_t DBImpl::KeptLogFloor() {
+  uint64_t floor = log_number_;
+  uint64_t kept = 0;
+  for (auto it = log_starts_.lower_bound(log_number_);
+       it != log_starts_.begin();) {
+    --it;
+    auto size = log_sizes_.find(it->first);
+    kept += size == log_sizes_.end() ? 0 : size->second;
+    if (kept > options_.change_history_bytes) break;
+    floor = it->first;
+  }
+  if (!history_pins_.empty()) floor = std::min(floor, *history_pins_.begin());
+  std::erase_if(log_starts_, [&](const auto& e) { return e.first < floor; });
+  std::erase_if(log_sizes_, [&](const auto& e) { return e.first < floor; });
+  return floor;
 }
 
 // ---------------------------------------------------------------------------

@@ -45,6 +45,7 @@
 
 #include "store/db.h"
 #include "store/db/cell_cursor.h"
+#include "store/db/log_record.h"
 #include "store/db/memtable.h"
 #include "store/db/schema_state.h"
 #include "store/db/tablet.h"
@@ -157,6 +158,7 @@ class DBImpl final : public DB {
   };
   class SnapshotImpl;
   class ScannerImpl;
+  class HistorySubscription;
 
   // Everything a read needs, pinned under mu_ and used without it: the
   // tablets that cover the rows read, in row order.
@@ -230,6 +232,8 @@ class DBImpl final : public DB {
   // (kept alive even if their table is dropped meanwhile).
   struct GroupBatch {
     std::vector<GroupEntry> entries;
+    // The writes that committed entries, each with its entries' count.
+    std::vector<LogRecordWrite> writes;
     std::vector<std::shared_ptr<MemTable>> mems;
     uint64_t seq = 0;
     int64_t ts = 0;
@@ -467,8 +471,13 @@ class DBImpl final : public DB {
   Result<std::shared_ptr<ValueFileReader>> GetValueReader(uint64_t number)
       EXCLUDES(files_mu_);
   TableOptions MakeTableOptions();
-  Status ReplayLogRecord(std::string_view record, const std::string& where,
-                         uint64_t log_number) REQUIRES(mu_);
+  Status ReplayLogRecord(const LogRecord& record, uint64_t log_number)
+      REQUIRES(mu_);
+  // The oldest log to keep: the live ones (from log_number_), the newest
+  // flushed ones within options_.change_history_bytes, and every one a
+  // change subscription still reads (history_pins_). Forgets the older
+  // ones in log_starts_ and log_sizes_; the caller deletes their files.
+  uint64_t KeptLogFloor() REQUIRES(mu_);
   std::string FileName(uint64_t number, const char* suffix) const;
   void Log(LogLevel level, const std::string& line);
 
@@ -527,8 +536,16 @@ class DBImpl final : public DB {
   uint64_t mem_check_at_ GUARDED_BY(mu_) = 0;
   // Most level-0 files of any tablet.
   int max_l0_ GUARDED_BY(mu_) = 0;
-  // Sizes of the logs written in this session.
+  // Sizes of the logs kept: written in this session or recovered at open.
   std::map<uint64_t, uint64_t> log_sizes_ GUARDED_BY(mu_);
+  // Every kept log (live, or flushed and kept for the change history) by
+  // number: the last server timestamp assigned before its first record, so
+  // every commit after that time is in it or a later log. The oldest entry
+  // bounds how far back a change subscription may start.
+  std::map<uint64_t, int64_t> log_starts_ GUARDED_BY(mu_);
+  // The first log each change subscription reading the past still needs
+  // (db_changes.cc): kept until it has read them.
+  std::multiset<uint64_t> history_pins_ GUARDED_BY(mu_);
   uint64_t current_log_number_ GUARDED_BY(mu_) = 0;
   // The leader fills memtables without mu_ while leader_filling_; a split,
   // merge or freeze from the background waits for it (QuiesceWriters).

@@ -3,8 +3,10 @@
 // files exist (store/doc/manifest_format.md, store/doc/log_format.md).
 #include <cinttypes>
 #include <cstdio>
+#include <optional>
 
 #include "store/db/db_impl.h"
+#include "store/db/log_record.h"
 #include "store/util/coding.h"
 #include "store/wal/log_reader.h"
 
@@ -348,15 +350,26 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
     if (suffix == ".log" && number >= log_number_) logs.push_back(number);
   }
   std::sort(logs.begin(), logs.end());
+  // The manifest's last timestamp: every commit after it went to the log
+  // it names (log_number_) or a later one.
+  const int64_t manifest_ts = last_ts_;
+  // Per log, the commit time of its first write (none: no record).
+  std::vector<std::optional<int64_t>> first_commits;
   for (uint64_t number : logs) {
     std::string path = FileName(number, ".log");
     TABLETFS_ASSIGN_OR_RETURN(auto file, env_->NewSequentialFile(path));
     LogReader reader(std::move(file), path);
     std::string record;
+    LogRecord decoded;
     Status s;
     uint64_t records = 0;
+    std::optional<int64_t>& first = first_commits.emplace_back();
     while (reader.ReadRecord(&record, &s)) {
-      TABLETFS_RETURN_IF_ERROR(ReplayLogRecord(record, path, number));
+      TABLETFS_RETURN_IF_ERROR(DecodeLogRecord(record, path, &decoded));
+      TABLETFS_RETURN_IF_ERROR(ReplayLogRecord(decoded, number));
+      if (!first && !decoded.writes.empty()) {
+        first = decoded.writes.front().timestamp;
+      }
       ++records;
     }
     TABLETFS_RETURN_IF_ERROR(s);
@@ -371,6 +384,15 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
         "replayed " + path + ": " + std::to_string(records) + " records");
     old_logs->push_back(number);
   }
+  // The recovered logs stay for the change history (FinishRecovery), each
+  // with a time after which every commit is in it or a later log: just
+  // before the first commit it or a later log holds (commit order is
+  // timestamp order), and for the oldest also the manifest's time.
+  int64_t start = last_ts_;
+  for (size_t i = logs.size(); i-- > 0;) {
+    if (first_commits[i]) start = *first_commits[i] - 1;
+    log_starts_[logs[i]] = i == 0 ? std::min(start, manifest_ts) : start;
+  }
   // Only versions older than their table are worth remembering.
   for (const auto& [name, t] : tables_) {
     auto it = backdated_.find(t->id);
@@ -381,22 +403,13 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
   return Status::OK();
 }
 
-// Log record: varint64 last_sequence, varint64 last_timestamp (two's
-// complement), then entries: length-prefixed internal key, length-prefixed
-// value. See store/doc/key_format.md.
-Status DBImpl::ReplayLogRecord(std::string_view record,
-                               const std::string& where, uint64_t log_number) {
-  std::string_view in = record;
-  uint64_t seq = 0, ts = 0;
-  if (!GetVarint64(&in, &seq) || !GetVarint64(&in, &ts)) {
-    return Status::Corruption("log record: bad header", where);
-  }
-  while (!in.empty()) {
-    std::string_view key, value;
+Status DBImpl::ReplayLogRecord(const LogRecord& record, uint64_t log_number) {
+  for (const LogRecordEntry& entry : record.entries) {
+    const std::string_view key = entry.key;
     ParsedKey parsed;
-    if (!GetLengthPrefixed(&in, &key) || !GetLengthPrefixed(&in, &value) ||
-        !ParseInternalKey(key, &parsed)) {
-      return Status::Corruption("log record: bad entry", where);
+    if (!ParseInternalKey(key, &parsed)) {
+      return Status::Corruption("log record: bad entry key",
+                                FileName(log_number, ".log"));
     }
     // Into the tablet that holds the row now; not when that tablet's
     // entries from this log are already in its SSTables, nor for a table
@@ -410,11 +423,11 @@ Status DBImpl::ReplayLogRecord(std::string_view record,
       // older than their table.
       NoteVersionWritten(parsed.table_id, parsed.timestamp);
     }
-    t->mem->Add(key, value);
+    t->mem->Add(key, entry.value);
     if (t->mem_first_log == kNoLog) t->mem_first_log = log_number;
   }
-  last_seq_ = std::max(last_seq_, seq);
-  last_ts_ = std::max(last_ts_, static_cast<int64_t>(ts));
+  last_seq_ = std::max(last_seq_, record.last_seq);
+  last_ts_ = std::max(last_ts_, record.last_ts);
   return Status::OK();
 }
 

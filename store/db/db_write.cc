@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "store/db/db_impl.h"
+#include "store/db/log_record.h"
 #include "store/util/coding.h"
 #include "store/util/hash.h"
 
@@ -169,11 +170,6 @@ void DBImpl::PublishDrop(std::string_view table, std::string_view family) {
   e.kind = family.empty() ? ChangeKind::kDropTable : ChangeKind::kDropFamily;
   e.timestamp = last_ts_;
   changes_.Publish({e});
-}
-
-Result<std::unique_ptr<ChangeSubscription>> DBImpl::Subscribe(
-    const SubscribeOptions& options) {
-  return changes_.Subscribe(options);
 }
 
 Result<int64_t> DBImpl::Apply(std::string_view table,
@@ -371,8 +367,7 @@ void DBImpl::PrepareGroup(const std::vector<Writer*>& group,
     x->timestamp = batch->ts;
     for (const RowMutation::Op& op : x->mutation->ops()) {
       if (op.type == RowMutation::OpType::kSetCell &&
-          op.timestamp != kServerTimestamp &&
-          op.timestamp < t.created_micros) {
+          op.timestamp != kServerTimestamp && op.timestamp < t.created_micros) {
         NoteVersionWritten(t.id, op.timestamp);
       }
     }
@@ -387,6 +382,9 @@ void DBImpl::PrepareGroup(const std::vector<Writer*>& group,
       batch->entries[i].mem = mem;
       batch->entries[i].table_id = t.id;
     }
+    batch->writes.push_back(
+        {static_cast<uint32_t>(batch->entries.size() - first_entry),
+         x->timestamp, x->origin});
   }
   // Timestamps are consumed even when the log write fails later, so a
   // timestamp is never handed out twice.
@@ -430,17 +428,16 @@ void DBImpl::AppendOpEntry(const TableState& t, const std::string& row,
 Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
                            size_t group_bytes, GroupBatch* batch) {
   std::string record;
-  size_t record_bytes = 20;
+  size_t record_bytes = 30 + 12 * batch->writes.size();
   for (const GroupEntry& e : batch->entries) {
     record_bytes += e.key.size() + e.value.size() + 10;
   }
   record.reserve(record_bytes);
-  PutVarint64(&record, batch->seq);
-  PutVarint64(&record, static_cast<uint64_t>(batch->ts));
+  AppendLogRecordHeader(&record, batch->seq, batch->ts);
   for (const GroupEntry& e : batch->entries) {
-    PutLengthPrefixed(&record, e.key);
-    PutLengthPrefixed(&record, e.value);
+    AppendLogRecordEntry(&record, e.key, e.value);
   }
+  AppendLogRecordWrites(&record, batch->ts, batch->writes);
   const uint64_t routed = tablet_generation_;
   mu_.Unlock();
   // Only the leader appends to the log. A split, merge or freeze may

@@ -414,8 +414,7 @@ class ReferenceBigtable final : public Bigtable {
     return holds;
   }
 
-  Result<RewriteResult> RewriteRow(std::string_view table,
-                                   std::string_view row,
+  Result<RewriteResult> RewriteRow(std::string_view table, std::string_view row,
                                    const ReadOptions& read,
                                    const RowRewrite& rewrite,
                                    const WriteOptions& options) override {
@@ -432,7 +431,8 @@ class ReferenceBigtable final : public Bigtable {
       return Status::InvalidArgument("RewriteRow: mutation for row '" +
                                      m.row() + "' differs from the read row");
     }
-    TABLETFS_ASSIGN_OR_RETURN(int64_t ts, ApplyLocked(table, m, options.origin));
+    TABLETFS_ASSIGN_OR_RETURN(int64_t ts,
+                              ApplyLocked(table, m, options.origin));
     return RewriteResult{true, ts};
   }
 
@@ -531,6 +531,10 @@ class ReferenceBigtable final : public Bigtable {
 
   Result<std::unique_ptr<ChangeSubscription>> Subscribe(
       const SubscribeOptions& options) override {
+    if (options.since) {
+      return Status::NotSupported(
+          "Subscribe: the reference store keeps no past changes (since)");
+    }
     return changes_.Subscribe(options);
   }
   Status Sync() override { return Status::OK(); }

@@ -297,6 +297,27 @@ TEST_P(ChangesTest, ExcludedOriginIsNotQueued) {
   EXPECT_EQ(got[1].origin, 8u);
 }
 
+// A start in the past (SubscribeOptions::since): the engine reads it from
+// its logs (tests/store/db/db_changes_test.cc), the reference store keeps
+// none and says so.
+TEST_P(ChangesTest, AStartInThePastIsServedOrNotSupported) {
+  RowMutation m("r");
+  m.SetCell("f", "q", "v");
+  auto ts = store_->Apply("t", m, WriteOptions());
+  ASSERT_TRUE(ts.ok());
+  SubscribeOptions so;
+  so.since = *ts;
+  auto sub = store_->Subscribe(so);
+  if (GetParam() == "reference") {
+    EXPECT_TRUE(sub.status().IsNotSupported()) << sub.status().ToString();
+    return;
+  }
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  ChangeBatch b = (*sub)->Read(kNoWait);
+  ASSERT_EQ(b.events.size(), 1u);
+  EXPECT_EQ(b.events[0], Event("r", "f", "q", *ts, ChangeKind::kSetCell));
+}
+
 INSTANTIATE_TEST_SUITE_P(Implementations, ChangesTest,
                          testing::Values("engine", "reference"),
                          [](const testing::TestParamInfo<std::string>& info) {

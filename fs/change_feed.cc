@@ -9,33 +9,42 @@
 
 #include "fs/filesystem.h"
 #include "fs/log.h"
+#include "fs/timestamp.h"
 #include "store/util/text_coding.h"
 
 namespace tabletfs::fs {
 
 FsError ChangeFeed::Start(Bigtable* db, std::string table,
+                          std::optional<int64_t> since,
                           std::shared_ptr<ChangeFeed>* out) {
+  const std::string name = FeedName(table, since);
   SubscribeOptions so;
-  so.table = table;
+  so.table = std::move(table);
+  so.since = since;
   // Room for a burst (a bulk load through the API commits ~100,000 rows a
   // second, faster than the feed reads their values): ~100 bytes each.
   so.max_queued_events = kMaxQueuedEvents;
   auto sub = db->Subscribe(so);
   if (sub.status().IsNotSupported()) {
-    return FsError::Of(ENOTSUP, "the store sends no change events (" +
-                                    sub.status().ToString() +
-                                    "): no .changes/" + table);
+    return FsError::Of(ENOTSUP, ".changes/" + name + ": the store " +
+                                    (since ? "keeps no past changes ("
+                                           : "sends no change events (") +
+                                    sub.status().ToString() + ")");
+  }
+  if (since && sub.status().IsNotFound()) {
+    // Only a start older than the store holds: the table need not exist.
+    return FsError::Of(ENODATA, ".changes/" + name + " (" +
+                                    FormatIso8601(*since) +
+                                    "): " + sub.status().ToString());
   }
   if (!sub.ok()) return FsErrorFromStatus(sub.status());
-  out->reset(new ChangeFeed(db, std::move(table), std::move(sub).value()));
+  out->reset(new ChangeFeed(db, name, std::move(sub).value()));
   return FsError::Ok();
 }
 
-ChangeFeed::ChangeFeed(Bigtable* db, std::string table,
+ChangeFeed::ChangeFeed(Bigtable* db, std::string name,
                        std::unique_ptr<ChangeSubscription> subscription)
-    : db_(db),
-      table_(std::move(table)),
-      subscription_(std::move(subscription)) {
+    : db_(db), name_(std::move(name)), subscription_(std::move(subscription)) {
   {
     MutexLock lock(&mu_);
     mtime_ = NowMicros();
@@ -64,7 +73,7 @@ FsError ChangeFeed::Read(off_t offset, size_t size, std::string* out) {
   MutexLock lock(&mu_);
   const uint64_t at = static_cast<uint64_t>(std::max<off_t>(offset, 0));
   if (at < base_) {
-    return FsError::Of(EIO, ".changes/" + table_ + ": the reader fell " +
+    return FsError::Of(EIO, ".changes/" + name_ + ": the reader fell " +
                                 std::to_string(base_ - at) +
                                 " bytes behind the feed's window; open "
                                 "it again to go on from the newest");
@@ -91,13 +100,13 @@ void ChangeFeed::Run() {
     ChangeBatch batch = subscription_->Read(std::chrono::milliseconds(200));
     std::string text = Lines(db_, batch);
     if (batch.lost > 0) {
-      Log(LogLevel::kWarning, ".changes/" + table_ + ": " +
+      Log(LogLevel::kWarning, ".changes/" + name_ + ": " +
                                   std::to_string(batch.lost) +
                                   " events were not queued (the feed fell "
                                   "behind the writers)");
     }
     if (!batch.status.ok()) {
-      Log(LogLevel::kWarning, ".changes/" + table_ +
+      Log(LogLevel::kWarning, ".changes/" + name_ +
                                   ": the store's change stream ended (" +
                                   batch.status.ToString() + ")");
       Append(text + ErrorLine(batch.status));
@@ -178,10 +187,16 @@ std::string ChangeFeed::Line(const ChangeEvent& e, const std::string* value) {
   return line;
 }
 
+std::string FeedName(const std::string& table, std::optional<int64_t> since) {
+  return since ? table + "@" + std::to_string(*since) : table;
+}
+
 FsError ChangeFeeds::Open(const std::string& table,
+                          std::optional<int64_t> since,
                           std::shared_ptr<ChangeFeed>* out) {
+  const std::string name = FeedName(table, since);
   MutexLock lock(&mu_);
-  auto it = feeds_.find(table);
+  auto it = feeds_.find(name);
   if (it != feeds_.end()) {
     if (std::shared_ptr<ChangeFeed> live = it->second.lock()) {
       *out = std::move(live);
@@ -190,14 +205,15 @@ FsError ChangeFeeds::Open(const std::string& table,
   }
   // Stopped feeds leave expired entries: drop them as new ones start.
   std::erase_if(feeds_, [](const auto& kv) { return kv.second.expired(); });
-  TABLETFS_FS_RETURN_IF_ERROR(ChangeFeed::Start(db_, table, out));
-  feeds_[table] = *out;
+  TABLETFS_FS_RETURN_IF_ERROR(ChangeFeed::Start(db_, table, since, out));
+  feeds_[name] = *out;
   return FsError::Ok();
 }
 
-std::shared_ptr<ChangeFeed> ChangeFeeds::Find(const std::string& table) {
+std::shared_ptr<ChangeFeed> ChangeFeeds::Find(const std::string& table,
+                                              std::optional<int64_t> since) {
   MutexLock lock(&mu_);
-  auto it = feeds_.find(table);
+  auto it = feeds_.find(FeedName(table, since));
   return it == feeds_.end() ? nullptr : it->second.lock();
 }
 

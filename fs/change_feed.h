@@ -4,7 +4,9 @@
 // as long as someone has the file open.
 //
 // A feed starts at the first open of the file (it shows changes committed
-// after that) and stops at the last close; meanwhile every reader reads one
+// after that; a feed of TABLE@T first shows those committed since T that
+// the store still holds, SubscribeOptions::since) and stops at the last
+// close; meanwhile every reader reads one
 // growing text, as readers of a log file do: the file's size is the bytes
 // written so far, its mtime the time of the last line, so `tail -f`
 // (which polls the size of a file on FUSE) prints each line as it comes. A
@@ -41,6 +43,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -58,10 +61,14 @@ class ChangeFeed : public FileHandle::Source {
   static constexpr size_t kMaxValueBytes = 64u << 10;
   static constexpr size_t kMaxQueuedEvents = 65536;
 
-  // Subscribes to `table` of `db` and starts the thread. ENOTSUP when the
-  // store sends no change events (a remote Bigtable without change
-  // streams, as Google's emulator).
+  // Subscribes to `table` of `db` and starts the thread; with `since`, the
+  // feed starts with the changes committed at or after that time
+  // (SubscribeOptions::since). ENOTSUP when the store sends no change
+  // events (a remote Bigtable without change streams, as Google's
+  // emulator) or keeps no past ones; ENODATA when it no longer holds
+  // changes that old (the reason names the oldest start).
   static FsError Start(Bigtable* db, std::string table,
+                       std::optional<int64_t> since,
                        std::shared_ptr<ChangeFeed>* out);
   ~ChangeFeed() override;
 
@@ -82,13 +89,14 @@ class ChangeFeed : public FileHandle::Source {
   static std::string ErrorLine(const Status& status);
 
  private:
-  ChangeFeed(Bigtable* db, std::string table,
+  ChangeFeed(Bigtable* db, std::string name,
              std::unique_ptr<ChangeSubscription> subscription);
   void Run();
   void Append(const std::string& text);
 
   Bigtable* const db_;
-  const std::string table_;
+  // The file's name in .changes (FeedName), for messages.
+  const std::string name_;
   const std::unique_ptr<ChangeSubscription> subscription_;
   std::atomic<bool> stop_{false};
   mutable Mutex mu_;
@@ -99,14 +107,24 @@ class ChangeFeed : public FileHandle::Source {
   std::thread thread_;
 };
 
-// The live feeds by table: an open joins the table's feed or starts it; the
-// feed stops when its last reader is gone.
+// The name of a feed in .changes: TABLE, or TABLE@T (T in microseconds)
+// for one that starts at T.
+std::string FeedName(const std::string& table, std::optional<int64_t> since);
+
+// The live feeds by name: an open joins the feed of its name or starts it;
+// the feed stops when its last reader is gone. Each TABLE@T is a feed of
+// its own, shared by the readers of that name: they all read one text that
+// starts at T (the first open reads the past from the store; a later one
+// joins the running feed, from its first byte while that is in the
+// window).
 class ChangeFeeds {
  public:
   explicit ChangeFeeds(Bigtable* db) : db_(db) {}
-  FsError Open(const std::string& table, std::shared_ptr<ChangeFeed>* out);
-  // The table's live feed, or nullptr.
-  std::shared_ptr<ChangeFeed> Find(const std::string& table);
+  FsError Open(const std::string& table, std::optional<int64_t> since,
+               std::shared_ptr<ChangeFeed>* out);
+  // The running feed of that name, or nullptr.
+  std::shared_ptr<ChangeFeed> Find(const std::string& table,
+                                   std::optional<int64_t> since);
 
  private:
   Bigtable* const db_;

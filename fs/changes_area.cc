@@ -1,7 +1,9 @@
 // `.changes` (DESIGN.md "Change feed", issue 21): MOUNT/.changes/TABLE, a
 // read-only file whose text is one JSON line per change committed to TABLE
 // while it is open (fs/change_feed.h), so `tail -f MOUNT/.changes/TABLE`
-// follows a table's writes from every door. `.changes/` lists nothing.
+// follows a table's writes from every door; MOUNT/.changes/TABLE@T starts
+// with the changes committed since T that the store still holds (older:
+// ENODATA). `.changes/` lists nothing.
 // Never cached by the kernel (its size grows without a kernel operation),
 // read with direct I/O.
 //
@@ -47,7 +49,7 @@ class ChangesArea : public Area {
     // The feed's text so far (none while nobody reads it).
     uint64_t size = 0;
     int64_t mtime = fs_->start_time();
-    if (std::shared_ptr<ChangeFeed> feed = feeds_.Find(node.table)) {
+    if (std::shared_ptr<ChangeFeed> feed = feeds_.Find(node.table, node.at)) {
       size = feed->size();
       mtime = feed->mtime();
     }
@@ -64,16 +66,9 @@ class ChangesArea : public Area {
       return Area::Open(ino, n, request, write, out);
     }
     if (write) return CheckWritable(n, "open for writing");
-    if (n.at.has_value()) {
-      return FsError::Of(EOPNOTSUPP,
-                         n.DebugPath() +
-                             ": a feed starting at a time is not supported "
-                             "yet; .changes/" +
-                             n.table + " starts at its open");
-    }
     TABLETFS_FS_RETURN_IF_ERROR(fs_->TableExists(n.table));
     std::shared_ptr<ChangeFeed> feed;
-    TABLETFS_FS_RETURN_IF_ERROR(feeds_.Open(n.table, &feed));
+    TABLETFS_FS_RETURN_IF_ERROR(feeds_.Open(n.table, n.at, &feed));
     out->handle =
         fs_->NewBufferHandle(ino, n, FileHandle::Mode::kRead, {}, false);
     out->handle->set_source(std::move(feed));

@@ -66,6 +66,9 @@ bool ParseOption(const std::string& opt, DaemonArgs* out, std::string* error) {
   if (key == "tablet_split_bytes") return bytes(&out->tablet_split_bytes);
   if (key == "max_value_bytes") return bytes(&out->max_value_bytes);
   if (key == "space_reserve_bytes") return bytes(&out->space_reserve_bytes);
+  if (key == "change_history_bytes") {
+    return bytes(&out->change_history_bytes);
+  }
   if (key == "commit") {
     // Whole seconds, as ext4's commit= (a day at most, so the interval
     // cannot overflow the store's milliseconds).
@@ -186,6 +189,7 @@ bool CheckRemoteOptions(const DaemonArgs& a, std::string* error) {
       {"memtable_bytes", a.memtable_bytes.has_value()},
       {"tablet_split_bytes", a.tablet_split_bytes.has_value()},
       {"space_reserve_bytes", a.space_reserve_bytes.has_value()},
+      {"change_history_bytes", a.change_history_bytes.has_value()},
       {"commit", a.commit_seconds.has_value()},
       {"store", a.store_given},
       {"bigtable_api", !a.bigtable_api.empty()},
@@ -245,6 +249,7 @@ bool ParseArgs(int argc, const char* const* argv, DaemonArgs* out,
         {"memtable_bytes", out->memtable_bytes.has_value()},
         {"tablet_split_bytes", out->tablet_split_bytes.has_value()},
         {"space_reserve_bytes", out->space_reserve_bytes.has_value()},
+        {"change_history_bytes", out->change_history_bytes.has_value()},
         {"commit", out->commit_seconds.has_value()}};
     for (const auto& [name, given] : engine_only) {
       if (given) {
@@ -318,6 +323,8 @@ std::string Usage(const std::string& program) {
          "        space_reserve_bytes=N  writes fail with ENOSPC below this free\n"
          "                               space (default 1/32 of the disk, at\n"
          "                               most 64 MiB)\n"
+         "        change_history_bytes=N flushed log kept for .changes/TABLE@T\n"
+         "                               (default 64 MiB)\n"
          "        commit=SECONDS         closed files survive a power cut after\n"
          "                               this long (default 5; 0: only fsync)\n"
          "        auto_families          mkdir of a family not in the schema\n"
@@ -327,7 +334,8 @@ std::string Usage(const std::string& program) {
          "                               empty at mount, gone at unmount\n"
          "                               (DATADIR then holds only mount.pid;\n"
          "                               no memtable_bytes, tablet_split_bytes,\n"
-         "                               space_reserve_bytes or commit)\n"
+         "                               space_reserve_bytes,\n"
+         "                               change_history_bytes or commit)\n"
          "        bigtable_api=HOST:PORT the Bigtable API on TCP too; an address\n"
          "                               other than loopback needs the next\n"
          "                               three (docs/API.md)\n"

@@ -12,6 +12,7 @@
 //                    entry_timeout=SECONDS, attr_timeout=SECONDS,
 //                    memtable_bytes=N, tablet_split_bytes=N,
 //                    max_value_bytes=N, space_reserve_bytes=N,
+//                    change_history_bytes=N,
 //                    commit=SECONDS, auto_families,
 //                    store=engine|memory, bigtable_api=HOST:PORT,
 //                    bigtable_api_tls_cert=, bigtable_api_tls_key=,
@@ -78,6 +79,7 @@ struct DaemonArgs {
   std::optional<uint64_t> tablet_split_bytes;
   std::optional<uint64_t> max_value_bytes;
   std::optional<uint64_t> space_reserve_bytes;
+  std::optional<uint64_t> change_history_bytes;
   // The commit interval (ext4's commit=): 0 turns it off.
   std::optional<uint64_t> commit_seconds;
   bool auto_families = false;  // -o auto_families
@@ -94,7 +96,8 @@ struct DaemonArgs {
 
 // Parses argv (argv[0] is the program). Returns false with *error set to a
 // message for the user when the arguments are wrong; the engine's options
-// (memtable_bytes, tablet_split_bytes, space_reserve_bytes, commit) are
+// (memtable_bytes, tablet_split_bytes, space_reserve_bytes,
+// change_history_bytes, commit) are
 // wrong with store=memory, which has no memtable, tablets, disk or log, and
 // with a bigtable:// source, which takes no store= and serves no API
 // either (bigtable_api*, --serve); endpoint, app_profile and rpc_timeout

@@ -98,6 +98,9 @@ Status OpenEngine(const DaemonArgs& args, const std::string& datadir,
   if (args.space_reserve_bytes) {
     options.space_reserve_bytes = *args.space_reserve_bytes;
   }
+  if (args.change_history_bytes) {
+    options.change_history_bytes = *args.change_history_bytes;
+  }
   if (args.commit_seconds) {
     options.commit_interval = std::chrono::seconds(*args.commit_seconds);
   }

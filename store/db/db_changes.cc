@@ -196,7 +196,7 @@ Result<std::unique_ptr<ChangeSubscription>> DBImpl::Subscribe(
     return Status::NotFound(
         "changes before " + std::to_string(oldest) +
         " are no longer held (the oldest commit log kept starts there; "
-        "Options::change_history_bytes keeps more); a start at " +
+        "change_history_bytes keeps more); a start at " +
         std::to_string(since) + " is older");
   }
   // Registered under mu_, where commits publish: the live queue takes

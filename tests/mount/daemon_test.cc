@@ -99,7 +99,7 @@ TEST(DaemonArgsTest, StoreOption) {
   EXPECT_NE(error.find("store wants engine or memory"), std::string::npos);
   for (const char* engine_only :
        {"memtable_bytes=1", "tablet_split_bytes=1", "space_reserve_bytes=1",
-        "commit=1"}) {
+        "change_history_bytes=1", "commit=1"}) {
     DaemonArgs b;
     EXPECT_FALSE(Parse({"-o", "store=memory", "-o", engine_only, "data", "mnt"},
                        &b, &error))
@@ -138,7 +138,8 @@ TEST(DaemonArgsTest, RemoteSource) {
   }
   for (const char* local_only :
        {"memtable_bytes=1", "tablet_split_bytes=1", "space_reserve_bytes=1",
-        "commit=1", "store=memory", "store=engine", "bigtable_api=127.0.0.1:1"}) {
+        "change_history_bytes=1", "commit=1", "store=memory", "store=engine",
+        "bigtable_api=127.0.0.1:1"}) {
     DaemonArgs b;
     EXPECT_FALSE(Parse({"-o", local_only, "bigtable://p/i", "mnt"}, &b, &error))
         << local_only;

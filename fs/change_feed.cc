@@ -53,7 +53,12 @@ ChangeFeed::ChangeFeed(Bigtable* db, std::string name,
 }
 
 ChangeFeed::~ChangeFeed() {
-  stop_.store(true);
+  {
+    // Under mu_, so AwaitReaders cannot miss it between test and wait.
+    MutexLock lock(&mu_);
+    stop_.store(true);
+  }
+  read_cv_.SignalAll();
   subscription_->Wake();
   thread_.join();
 }
@@ -79,6 +84,10 @@ FsError ChangeFeed::Read(off_t offset, size_t size, std::string* out) {
                                 "it again to go on from the newest");
   }
   if (at - base_ < text_.size()) *out = text_.substr(at - base_, size);
+  if (at + out->size() > read_end_) {
+    read_end_ = at + out->size();
+    read_cv_.SignalAll();
+  }
   return FsError::Ok();
 }
 
@@ -98,6 +107,17 @@ void ChangeFeed::Append(const std::string& text) {
 void ChangeFeed::Run() {
   while (!stop_.load()) {
     ChangeBatch batch = subscription_->Read(std::chrono::milliseconds(200));
+    if (batch.past) {
+      // The past line by line, each once the readers are near the end.
+      for (ChangeEvent& e : batch.events) {
+        AwaitReaders();
+        if (stop_.load()) return;
+        ChangeBatch one;
+        one.events.push_back(std::move(e));
+        Append(Lines(db_, one));
+      }
+      batch.events.clear();
+    }
     std::string text = Lines(db_, batch);
     if (batch.lost > 0) {
       Log(LogLevel::kWarning, ".changes/" + name_ + ": " +
@@ -146,6 +166,13 @@ std::string ChangeFeed::ErrorLine(const Status& status) {
   std::string line = "{";
   AppendJsonBytes(&line, "error", status.ToString());
   return line + "}\n";
+}
+
+void ChangeFeed::AwaitReaders() {
+  MutexLock lock(&mu_);
+  while (!stop_.load() && base_ + text_.size() > read_end_ + kWindowBytes / 2) {
+    AwaitRead();
+  }
 }
 
 std::string ChangeFeed::Line(const ChangeEvent& e, const std::string* value) {

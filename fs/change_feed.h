@@ -15,7 +15,10 @@
 // kMaxQueuedEvents: when it overflows, a line {"lost":N} says how many events
 // were not seen). The feed keeps its last kWindowBytes of text: a reader that
 // falls further behind gets EIO for the bytes that went (and a log line), and
-// opens the file again to go on from the newest.
+// opens the file again to go on from the newest. The past of a TABLE@T feed
+// comes at the readers' pace instead: the feed takes more of it only while
+// the furthest reader is less than half a window behind the end, so a
+// reader of any past reads it all (the live changes queue meanwhile).
 //
 // One line, members in this order, byte strings as `tabletctl export`
 // writes them (store/util/text_coding.h: "name" for UTF-8, "name_base64"
@@ -93,6 +96,12 @@ class ChangeFeed : public FileHandle::Source {
              std::unique_ptr<ChangeSubscription> subscription);
   void Run();
   void Append(const std::string& text);
+  // Waits until a reader has read to within half a window of the end, or
+  // the feed stops.
+  void AwaitReaders() EXCLUDES(mu_);
+  // CondVar::Wait names the CondVar's own mutex, which the analysis cannot
+  // tie to mu_; this states the real requirement.
+  void AwaitRead() REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS { read_cv_.Wait(); }
 
   Bigtable* const db_;
   // The file's name in .changes (FeedName), for messages.
@@ -104,6 +113,9 @@ class ChangeFeed : public FileHandle::Source {
   std::string text_ GUARDED_BY(mu_);
   uint64_t base_ GUARDED_BY(mu_) = 0;
   int64_t mtime_ GUARDED_BY(mu_) = 0;
+  // The end of the furthest read of any reader, and its signal.
+  uint64_t read_end_ GUARDED_BY(mu_) = 0;
+  CondVar read_cv_{&mu_};
   std::thread thread_;
 };
 

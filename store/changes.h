@@ -106,6 +106,11 @@ struct ChangeBatch {
   // (after `events`): no more events come, and every later Read returns
   // this status at once.
   Status status;
+  // The events are from the past of a subscription that starts there
+  // (SubscribeOptions::since): read from the store when asked for, so a
+  // subscriber may take them at its own pace (the live events queue
+  // meanwhile, within the queue's bound).
+  bool past = false;
 };
 
 // A subscription to the change events of one store. Destroying it

@@ -45,7 +45,8 @@ class DBImpl::HistorySubscription final : public ChangeSubscription {
         FinishHistory();
         batch.lost = 1;
       }
-      if (!batch.events.empty() || batch.lost != 0) return batch;
+      batch.past = !batch.events.empty();
+      if (batch.past || batch.lost != 0) return batch;
     }
     return live_->Read(timeout);
   }

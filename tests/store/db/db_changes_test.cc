@@ -245,6 +245,8 @@ TEST_F(DBChangesTest, APastLargerThanTheQueueIsReadOneQueueAtATime) {
     EXPECT_EQ(b.lost, 0u);
     EXPECT_LE(b.events.size(), 10u);  // one write per record here
     if (b.events.empty()) break;
+    // The past, then "r100" live.
+    EXPECT_EQ(b.past, b.events.back().row != "r100") << b.events.back().row;
     for (const ChangeEvent& e : b.events) rows.push_back(e.row);
   }
   EXPECT_EQ(rows, Rs(0, 101));

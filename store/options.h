@@ -46,7 +46,8 @@ struct Options {
   // newest flushed logs, up to this many bytes, stay on disk beside the
   // live ones (the logs recovered at open count as flushed). 0: the past
   // reaches only as far as the live logs. The disk cost is at most this
-  // much more log.
+  // much more log; short of space (less than twice space_reserve_bytes
+  // free) none is kept, so deletes give their space back.
   uint64_t change_history_bytes = 64u << 20;
 
   // Target uncompressed size of an SSTable data block.

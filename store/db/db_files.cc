@@ -126,6 +126,9 @@ Status DBImpl::RemoveOrphans() {
 }
 
 uint64_t DBImpl::KeptLogFloor() {
+  const uint64_t budget = space_short_.load(std::memory_order_relaxed)
+                              ? 0
+                              : options_.change_history_bytes;
   uint64_t floor = log_number_;
   uint64_t kept = 0;
   for (auto it = log_starts_.lower_bound(log_number_);
@@ -133,7 +136,7 @@ uint64_t DBImpl::KeptLogFloor() {
     --it;
     auto size = log_sizes_.find(it->first);
     kept += size == log_sizes_.end() ? 0 : size->second;
-    if (kept > options_.change_history_bytes) break;
+    if (kept > budget) break;
     floor = it->first;
   }
   if (!history_pins_.empty()) floor = std::min(floor, *history_pins_.begin());

@@ -474,9 +474,10 @@ class DBImpl final : public DB {
   Status ReplayLogRecord(const LogRecord& record, uint64_t log_number)
       REQUIRES(mu_);
   // The oldest log to keep: the live ones (from log_number_), the newest
-  // flushed ones within options_.change_history_bytes, and every one a
-  // change subscription still reads (history_pins_). Forgets the older
-  // ones in log_starts_ and log_sizes_; the caller deletes their files.
+  // flushed ones within options_.change_history_bytes (none while
+  // space_short_), and every one a change subscription still reads
+  // (history_pins_). Forgets the older ones in log_starts_ and log_sizes_;
+  // the caller deletes their files.
   uint64_t KeptLogFloor() REQUIRES(mu_);
   std::string FileName(uint64_t number, const char* suffix) const;
   void Log(LogLevel level, const std::string& line);
@@ -546,6 +547,9 @@ class DBImpl final : public DB {
   // The first log each change subscription reading the past still needs
   // (db_changes.cc): kept until it has read them.
   std::multiset<uint64_t> history_pins_ GUARDED_BY(mu_);
+  // The last write found less than twice the space reserve free
+  // (CheckSpace): then no flushed log is kept for the change history.
+  std::atomic<bool> space_short_{false};
   uint64_t current_log_number_ GUARDED_BY(mu_) = 0;
   // The leader fills memtables without mu_ while leader_filling_; a split,
   // merge or freeze from the background waits for it (QuiesceWriters).

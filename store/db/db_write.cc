@@ -126,6 +126,9 @@ Status DBImpl::CheckSpace(const RowMutation& m, bool* reclaim) {
   *reclaim = false;
   if (space_reserve_ == 0) return Status::OK();
   Result<uint64_t> free_space = FreeSpaceFor(m.ByteSize());
+  // Short of space, the logs kept for the change history go first.
+  space_short_.store(free_space.ok() && *free_space / 2 < space_reserve_,
+                     std::memory_order_relaxed);
   if (!AddsData(m)) {
     // A delete always goes in (the reserve is for it). Short of space (less
     // than twice the reserve free: writers are refused a little before the

@@ -213,6 +213,31 @@ TEST_F(DBChangesTest, ALogBeingReadIsNotDeletedUnderTheReader) {
   EXPECT_TRUE(db_->Subscribe(so).status().IsNotFound());
 }
 
+// Short of space (less than twice the reserve free), flushed logs are not
+// kept for the past: deletes give their space back.
+TEST_F(DBChangesTest, ShortOfSpaceNoFlushedLogIsKept) {
+  options_.space_reserve_bytes = 1 << 20;
+  Reopen();
+  const int64_t start = Put("a");
+  env_.SetFreeSpace(3 << 20);  // plenty: the flushed log stays
+  RowMutation del("a");
+  del.DeleteRow();
+  ASSERT_TRUE(db_->Apply("t", del, WriteOptions()).ok());
+  ASSERT_TRUE(db_->Flush().ok());
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  auto sub = Since(start);
+  ASSERT_NE(sub, nullptr);
+  EXPECT_EQ(Rows(sub.get()), (std::vector<std::string>{"a", "a"}));
+  sub.reset();
+  env_.SetFreeSpace(3 << 19);  // 1.5 MiB: short
+  ASSERT_TRUE(db_->Apply("t", del, WriteOptions()).ok());
+  ASSERT_TRUE(db_->Flush().ok());
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  SubscribeOptions so;
+  so.since = start;
+  EXPECT_TRUE(db_->Subscribe(so).status().IsNotFound());
+}
+
 TEST_F(DBChangesTest, AfterReopenThePastComesFromTheRecoveredLogs) {
   const int64_t start = Put("a");
   Put("b");

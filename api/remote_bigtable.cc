@@ -2510,6 +2510,11 @@ class RemoteBigtable final : public Bigtable {
       return Status::NotSupported(
           "Subscribe: a remote store's events carry no origin to exclude");
     }
+    if (options.since) {
+      return Status::NotSupported(
+          "Subscribe: a remote store streams changes from now on, not from "
+          "a time in the past (since)");
+    }
     TABLETFS_RETURN_IF_ERROR(CheckTableName(options.table));
     if (client_.options().plaintext) {
       TABLETFS_ASSIGN_OR_RETURN(bool streams, ServesChangeStreams());

@@ -131,8 +131,11 @@ uint64_t DBImpl::KeptLogFloor() {
                               : options_.change_history_bytes;
   uint64_t floor = log_number_;
   uint64_t kept = 0;
+  // The newest flushed logs that fit the budget (none when it is 0, also
+  // a log still empty: which logs a cleanup removes must not depend on
+  // when a log switch met a write).
   for (auto it = log_starts_.lower_bound(log_number_);
-       it != log_starts_.begin();) {
+       budget > 0 && it != log_starts_.begin();) {
     --it;
     auto size = log_sizes_.find(it->first);
     kept += size == log_sizes_.end() ? 0 : size->second;

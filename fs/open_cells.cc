@@ -55,7 +55,12 @@ uint64_t OpenCell::Attach(Access access, CommittedVersion newest,
     newest_generation_ = generation_.load();
   }
   if (access == Access::kRead) {
-    if (!committed_ || committed_generation_ != generation_.load()) {
+    // `newest` was just read from the store, so it is at least as new as
+    // what readers were served: a commit the store shows may not have
+    // reached Changed() yet (a staged row's cells are invalidated one by
+    // one after the row is committed), and an open must not see an older
+    // cell than the store gave another open before it.
+    if (newest.exists || !committed_) {
       committed_ =
           std::make_shared<const std::string>(std::move(newest.value));
       committed_generation_ = generation_.load();

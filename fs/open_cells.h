@@ -42,7 +42,9 @@
 // Read() returns bytes of the newest committed version at that moment. The
 // version is cached and read again from the store only after the cell
 // changed (Changed(), called wherever the daemon invalidates the kernel's
-// copy of the inode, and by each commit). A cell removed while open keeps
+// copy of the inode, and by each commit) or a reader's open read a newer
+// one (Attach: an open follows every commit the store shows, also one
+// whose Changed() is still to come). A cell removed while open keeps
 // serving what its readers last saw, as an unlinked file does. A reader
 // without the page cache (opened while writers were) keeps the version it
 // started a pass from: it moves to the newest at a read from offset 0 or

@@ -139,9 +139,11 @@ v2::Mutation ToMutation(const ChangeEvent& e) {
   return m;
 }
 
-// The version a set wrote, read by its timestamp; empty when it is gone
-// (deleted or collected before the stream read it).
+// The version a set wrote: the event's, or (a large value) read by its
+// timestamp; empty when it is gone (deleted or collected before the stream
+// read it).
 std::string ValueOf(Bigtable* store, const ChangeEvent& e) {
+  if (e.value.has_value()) return *e.value;
   ReadOptions ro;
   ro.at = e.timestamp;
   ro.max_versions = 1;

@@ -1477,8 +1477,8 @@ class ParkedStreams {
   // CondVar's waits name its own mutex, which the analysis cannot tie to
   // mu_.
   void Wait() REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS { cv_.Wait(); }
-  void WaitFor(std::chrono::microseconds t) REQUIRES(mu_)
-      NO_THREAD_SAFETY_ANALYSIS {
+  void WaitFor(std::chrono::microseconds t)
+      REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
     cv_.WaitFor(t);
   }
 
@@ -1497,10 +1497,10 @@ class RemoteScanner final : public Scanner {
   // or nullptr. `parking`: where its stream goes when it is destroyed
   // having read only from the range's start on (ParkedStreams), or
   // nullptr; `epochs` tells the read cache's epoch for it.
-  RemoteScanner(const Client* client, ReadCache* cache,
-                ParkedStreams* parking, const ReadCache* epochs,
-                std::string table, std::optional<v2::RowFilter> filter,
-                std::string start, std::string end)
+  RemoteScanner(const Client* client, ReadCache* cache, ParkedStreams* parking,
+                const ReadCache* epochs, std::string table,
+                std::optional<v2::RowFilter> filter, std::string start,
+                std::string end)
       : client_(client),
         cache_(cache),
         parking_(parking),
@@ -1783,12 +1783,16 @@ class RemoteScanner final : public Scanner {
 // stream into a bounded queue, dropping and counting what overflows as a
 // local subscription does; the call's end (the server went away, or closed
 // the stream: it fell behind, it stops) ends the subscription with its
-// status. Events carry no values and origin 0. Destroying it cancels the
-// call.
+// status. Events carry origin 0, and the values of SetCells sent whole
+// (up to kMaxEventValueBytes). Destroying it cancels the call.
 class RemoteSubscription final : public ChangeSubscription {
  public:
-  RemoteSubscription(const Client* client, std::string table, size_t max_queued)
-      : client_(client), table_(std::move(table)), max_queued_(max_queued) {}
+  RemoteSubscription(const Client* client, const SubscribeOptions& options)
+      : client_(client),
+        table_(options.table),
+        max_queued_(options.max_queued_events),
+        max_queued_bytes_(options.max_queued_bytes),
+        values_(options.values) {}
   RemoteSubscription(const RemoteSubscription&) = delete;
   RemoteSubscription& operator=(const RemoteSubscription&) = delete;
 
@@ -1833,6 +1837,7 @@ class RemoteSubscription final : public ChangeSubscription {
     woken_ = false;
     ChangeBatch batch;
     batch.events.swap(events_);
+    bytes_ = 0;
     batch.lost = lost_;
     lost_ = 0;
     batch.status = status_;
@@ -1879,7 +1884,8 @@ class RemoteSubscription final : public ChangeSubscription {
           // A large value's later parts continue an event already queued.
           if (chunk.chunk_info().chunked_value_offset() > 0) continue;
           if (std::optional<ChangeEvent> e =
-                  ToEvent(chunk.mutation(), row, commit)) {
+                  ToEvent(chunk.mutation(), row, commit,
+                          chunk.chunk_info().chunked_value_size() > 0)) {
             Queue(std::move(*e));
           }
         }
@@ -1905,7 +1911,8 @@ class RemoteSubscription final : public ChangeSubscription {
   // cell), DeleteFromFamily, DeleteFromRow; on the empty row (which the
   // daemon sends for schema drops) a dropped family or table.
   std::optional<ChangeEvent> ToEvent(const v2::Mutation& m,
-                                     const std::string& row, int64_t commit) {
+                                     const std::string& row, int64_t commit,
+                                     bool chunked) {
     ChangeEvent e;
     e.table = table_;
     e.row = row;
@@ -1916,6 +1923,10 @@ class RemoteSubscription final : public ChangeSubscription {
         e.family = m.set_cell().family_name();
         e.qualifier = m.set_cell().column_qualifier();
         e.timestamp = m.set_cell().timestamp_micros();
+        if (values_ && m.set_cell().value().size() <= kMaxEventValueBytes &&
+            !chunked) {
+          e.value = m.set_cell().value();
+        }
         return e;
       case v2::Mutation::kDeleteFromColumn: {
         const auto& d = m.delete_from_column();
@@ -1951,21 +1962,29 @@ class RemoteSubscription final : public ChangeSubscription {
   }
 
   void Queue(ChangeEvent e) REQUIRES(mu_) {
-    if (lost_ > 0 || events_.size() >= max_queued_) {
+    const size_t bytes = sizeof(ChangeEvent) + e.row.size() + e.family.size() +
+                         e.qualifier.size() +
+                         (e.value.has_value() ? e.value->size() : 0);
+    if (lost_ > 0 || events_.size() >= max_queued_ ||
+        (!events_.empty() && bytes_ + bytes > max_queued_bytes_)) {
       lost_++;
       return;
     }
+    bytes_ += bytes;
     events_.push_back(std::move(e));
   }
 
   const Client* const client_;
   const std::string table_;
   const size_t max_queued_;
+  const size_t max_queued_bytes_;
+  const bool values_;
   grpc::ClientContext ctx_;
   std::thread thread_;
   Mutex mu_;
   CondVar cv_{&mu_};
   std::vector<ChangeEvent> events_ GUARDED_BY(mu_);
+  size_t bytes_ GUARDED_BY(mu_) = 0;
   uint64_t lost_ GUARDED_BY(mu_) = 0;
   Status status_ GUARDED_BY(mu_);
   bool started_ GUARDED_BY(mu_) = false;
@@ -2416,9 +2435,9 @@ class RemoteBigtable final : public Bigtable {
       parked = parking_.Take(ParkedStreams::Key(table, start, end, filter));
     }
     auto scanner = std::make_unique<RemoteScanner>(
-        &client_, cacheable ? &cache_ : nullptr,
-        parkable ? &parking_ : nullptr, &cache_, std::string(table),
-        std::move(filter), std::move(start), std::move(end));
+        &client_, cacheable ? &cache_ : nullptr, parkable ? &parking_ : nullptr,
+        &cache_, std::string(table), std::move(filter), std::move(start),
+        std::move(end));
     if (parked != nullptr) {
       client_.stats()->CacheHit();
       scanner->Adopt(std::move(parked));
@@ -2498,9 +2517,7 @@ class RemoteBigtable final : public Bigtable {
   // One table's ReadChangeStream (RemoteSubscription).
   Result<std::unique_ptr<ChangeSubscription>> Subscribe(
       const SubscribeOptions& options) override {
-    if (options.max_queued_events == 0) {
-      return Status::InvalidArgument("Subscribe: max_queued_events is 0");
-    }
+    TABLETFS_RETURN_IF_ERROR(CheckSubscribeOptions(options));
     if (options.table.empty()) {
       return Status::NotSupported(
           "Subscribe: a remote store streams the changes of one table "
@@ -2525,8 +2542,7 @@ class RemoteBigtable final : public Bigtable {
             "has none)");
       }
     }
-    auto sub = std::make_unique<RemoteSubscription>(&client_, options.table,
-                                                    options.max_queued_events);
+    auto sub = std::make_unique<RemoteSubscription>(&client_, options);
     TABLETFS_RETURN_IF_ERROR(sub->Start());
     return std::unique_ptr<ChangeSubscription>(std::move(sub));
   }

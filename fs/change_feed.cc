@@ -143,8 +143,12 @@ std::string ChangeFeed::Lines(Bigtable* db, const ChangeBatch& batch) {
       text += Line(e, nullptr);
       continue;
     }
-    // The version written: read by its timestamp (gone if deleted or
-    // collected since).
+    if (e.value.has_value()) {
+      text += Line(e, &*e.value);
+      continue;
+    }
+    // A value the event does not carry: read by its timestamp (gone if
+    // deleted or collected since).
     ReadOptions ro;
     ro.at = e.timestamp;
     ro.max_versions = 1;

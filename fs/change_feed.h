@@ -26,10 +26,11 @@
 //   {"kind":"set","row":..,"family":"f","qualifier":..,"timestamp":T,
 //    "value":..}
 // kind: set, delete-version, delete-cell, delete-family, delete-row,
-// drop-family, drop-table. `value` only for set: the version written, read
-// from the store by its timestamp; above kMaxValueBytes only its first
-// kMaxValueBytes, with "value_size":N and "value_cut":true; when the
-// version is gone before the feed read it (deleted, collected),
+// drop-family, drop-table. `value` only for set: the version written (the
+// event's, store/changes.h; a value larger than kMaxEventValueBytes is read
+// from the store by its timestamp); above kMaxValueBytes only its first
+// kMaxValueBytes, with "value_size":N and "value_cut":true; when a value
+// read from the store is gone before the feed read it (deleted, collected),
 // "value_gone":true.
 //
 // A subscription that ends (a remote store's stream: the server went away

@@ -167,6 +167,7 @@ ChangeListener::ChangeListener(Filesystem* fs, Bigtable* store,
     : fs_(fs) {
   SubscribeOptions so;
   so.max_queued_events = kMaxQueuedEvents;
+  so.values = false;  // names are what it invalidates
   // The mount's own writes invalidate what they change before they reply:
   // their events are not even built.
   so.exclude_origin = own_origin;

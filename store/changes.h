@@ -8,11 +8,14 @@
 // order; events of one mutation are never interleaved with another's.
 // Schema drops publish one event each (kDropFamily, kDropTable): the data
 // they covered is gone. Creating tables and families, and changing family
-// settings, publish nothing. Events carry no values: a subscriber that
-// needs one reads it (and may see a newer value than the event's).
+// settings, publish nothing. A kSetCell event carries the value written
+// when it is at most kMaxEventValueBytes, so a subscriber shows it also
+// after the version was deleted; a larger value (or one from a store that
+// sends none) is read by the subscriber by its timestamp, and may be gone.
 //
 // A slow subscriber never slows a writer: each subscription has a bounded
-// queue. When it is full, further events are dropped and counted; the
+// queue (events and bytes). When it is full, further events are dropped
+// and counted; the
 // next Read returns what was queued and the count (ChangeBatch::lost), so
 // the subscriber learns it fell behind and must refresh whatever it derives
 // from the stream (e.g. drop its caches). Events after the loss queue again
@@ -50,6 +53,11 @@ enum class ChangeKind : uint8_t {
   kDropTable,      // the table dropped
 };
 
+// InvalidArgument for a queue bound of 0 events or 0 bytes (every
+// implementation's Subscribe checks it).
+struct SubscribeOptions;
+Status CheckSubscribeOptions(const SubscribeOptions &options);
+
 // "set-cell", "delete-version", "delete-cell", "delete-family",
 // "delete-row", "drop-family", "drop-table".
 std::string_view ChangeKindName(ChangeKind kind);
@@ -67,15 +75,28 @@ struct ChangeEvent {
   ChangeKind kind = ChangeKind::kSetCell;
   // The WriteOptions::origin of the write; 0 for schema drops.
   uint64_t origin = 0;
+  // kSetCell: the value written, when at most kMaxEventValueBytes and the
+  // store sends values; else unset.
+  std::optional<std::string> value;
 
   bool operator==(const ChangeEvent &other) const = default;
 };
+
+// The largest value a kSetCell event carries.
+inline constexpr size_t kMaxEventValueBytes = 64u << 10;
 
 struct SubscribeOptions {
   // Only events of this table; empty: every table.
   std::string table;
   // Bound of the queue (InvalidArgument when 0).
   size_t max_queued_events = 4096;
+  // Bound of the queue's bytes, names and values (InvalidArgument when 0;
+  // an empty queue takes one event of any size): with values, events are
+  // not all small.
+  size_t max_queued_bytes = 64u << 20;
+  // false: events without values (a subscriber that needs only names, as
+  // the filesystem's cache invalidation, queues less).
+  bool values = true;
   // Events of writes made with this WriteOptions::origin are not queued (a
   // door that learns of its own writes otherwise); 0 excludes nothing.
   // When every subscriber excludes a write's origin, the store does not
@@ -87,7 +108,8 @@ struct SubscribeOptions {
   // gap and no duplicate between the two. Unset: only changes committed
   // after Subscribe returns. A time later than now starts now. The past
   // holds row mutations only (no schema drops), and a version deleted
-  // since is still named (events carry no values). How far back a store
+  // since is still named (with its value when the log holds it inline).
+  // How far back a store
   // holds changes, and what it answers for an older start, is its own
   // (DB: the commit logs it keeps, Options::change_history_bytes in
   // store/options.h; NotFound naming the oldest time it holds).

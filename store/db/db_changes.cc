@@ -27,6 +27,8 @@ class DBImpl::HistorySubscription final : public ChangeSubscription {
       : db_(db),
         since_(*options.since),
         max_events_(options.max_queued_events),
+        max_bytes_(options.max_queued_bytes),
+        values_(options.values),
         exclude_origin_(options.exclude_origin),
         live_(std::move(live)),
         tables_(std::move(tables)),
@@ -58,7 +60,9 @@ class DBImpl::HistorySubscription final : public ChangeSubscription {
   Status ReadHistory(std::vector<ChangeEvent>* events) {
     std::string record;
     LogRecord decoded;
-    while (!history_done_ && events->size() < max_events_) {
+    size_t bytes = 0;
+    while (!history_done_ && events->size() < max_events_ &&
+           bytes < max_bytes_) {
       if (reader_ == nullptr) {
         if (next_log_ == logs_.size()) {
           FinishHistory();
@@ -84,6 +88,7 @@ class DBImpl::HistorySubscription final : public ChangeSubscription {
         FinishHistory();
         break;
       }
+      bytes += record.size();
       AppendRecordEvents(decoded, events);
       if (decoded.last_seq == end_seq_) FinishHistory();
     }
@@ -98,7 +103,7 @@ class DBImpl::HistorySubscription final : public ChangeSubscription {
       const bool wanted = w.timestamp >= since_ &&
                           (exclude_origin_ == 0 || w.origin != exclude_origin_);
       for (; wanted && i < end; ++i) {
-        AppendEntryEvent(record.entries[i].key, w, events);
+        AppendEntryEvent(record.entries[i], w, events);
       }
       i = end;
     }
@@ -106,10 +111,11 @@ class DBImpl::HistorySubscription final : public ChangeSubscription {
 
   // Entries of tables and families dropped since (or of other tables) have
   // no event: their data is gone.
-  void AppendEntryEvent(std::string_view key, const LogRecordWrite& write,
+  void AppendEntryEvent(const LogRecordEntry& entry,
+                        const LogRecordWrite& write,
                         std::vector<ChangeEvent>* events) const {
     ParsedKey parsed;
-    if (!ParseInternalKey(key, &parsed)) return;  // replay checked it
+    if (!ParseInternalKey(entry.key, &parsed)) return;  // replay checked it
     auto t = tables_.find(parsed.table_id);
     if (t == tables_.end()) return;
     const FamilyState* family = nullptr;
@@ -140,6 +146,12 @@ class DBImpl::HistorySubscription final : public ChangeSubscription {
                      : ChangeKind::kSetCell;
         e.qualifier = Unescape(parsed.qualifier_enc);
         e.timestamp = parsed.timestamp;
+        // A large value the log holds as a reference is read by the
+        // subscriber, as a live event's.
+        if (values_ && parsed.kind == EntryKind::kPut &&
+            entry.value.size() <= kMaxEventValueBytes) {
+          e.value = std::string(entry.value);
+        }
         break;
     }
   }
@@ -168,6 +180,8 @@ class DBImpl::HistorySubscription final : public ChangeSubscription {
   DBImpl* const db_;
   const int64_t since_;
   const size_t max_events_;
+  const size_t max_bytes_;
+  const bool values_;
   const uint64_t exclude_origin_;
   const std::unique_ptr<ChangeSubscription> live_;
   // The tables whose events are wanted, by id, as of the subscription.

@@ -7,6 +7,16 @@
 
 namespace tabletfs {
 
+Status CheckSubscribeOptions(const SubscribeOptions& options) {
+  if (options.max_queued_events == 0) {
+    return Status::InvalidArgument("max_queued_events must be at least 1");
+  }
+  if (options.max_queued_bytes == 0) {
+    return Status::InvalidArgument("max_queued_bytes must be at least 1");
+  }
+  return Status::OK();
+}
+
 std::string_view ChangeKindName(ChangeKind kind) {
   switch (kind) {
     case ChangeKind::kSetCell:
@@ -30,10 +40,12 @@ std::string_view ChangeKindName(ChangeKind kind) {
 // One subscriber's bounded queue.
 class ChangeHub::Queue {
  public:
-  Queue(std::string table, size_t capacity, uint64_t exclude_origin)
-      : table_(std::move(table)),
-        capacity_(capacity),
-        exclude_origin_(exclude_origin) {}
+  explicit Queue(const SubscribeOptions& options)
+      : table_(options.table),
+        capacity_(options.max_queued_events),
+        capacity_bytes_(options.max_queued_bytes),
+        values_(options.values),
+        exclude_origin_(options.exclude_origin) {}
 
   bool Wants(const ChangeEvent& e) const {
     return (table_.empty() || e.table == table_) && WantsOrigin(e.origin);
@@ -53,8 +65,13 @@ class ChangeHub::Queue {
         any = true;
         // Once something is lost, nothing queues until the reader has
         // taken the queue: `lost` then sits between two batches.
-        if (lost_ == 0 && events_.size() < capacity_) {
-          events_.push_back(e);
+        const size_t bytes = EventBytes(e);
+        // (The first event queues whatever its size.)
+        if (lost_ == 0 && events_.size() < capacity_ &&
+            (events_.empty() || bytes_ + bytes <= capacity_bytes_)) {
+          ChangeEvent& queued = events_.emplace_back(e);
+          if (!values_) queued.value.reset();
+          bytes_ += bytes;
         } else {
           ++lost_;
         }
@@ -76,6 +93,7 @@ class ChangeHub::Queue {
     batch.events.assign(std::make_move_iterator(events_.begin()),
                         std::make_move_iterator(events_.end()));
     events_.clear();
+    bytes_ = 0;
     batch.lost = lost_;
     lost_ = 0;
     woken_ = false;
@@ -91,6 +109,14 @@ class ChangeHub::Queue {
   }
 
  private:
+  // What an event holds, roughly (the queue's byte bound).
+  size_t EventBytes(const ChangeEvent& e) const {
+    size_t n = sizeof(ChangeEvent) + e.row.size() + e.family.size() +
+               e.qualifier.size();
+    if (values_ && e.value.has_value()) n += e.value->size();
+    return n;
+  }
+
   void Await(std::chrono::microseconds timeout)
       REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
     cv_.WaitFor(timeout);
@@ -98,10 +124,13 @@ class ChangeHub::Queue {
 
   const std::string table_;
   const size_t capacity_;
+  const size_t capacity_bytes_;
+  const bool values_;
   const uint64_t exclude_origin_;
   Mutex mu_;
   CondVar cv_{&mu_};
   std::deque<ChangeEvent> events_ GUARDED_BY(mu_);
+  size_t bytes_ GUARDED_BY(mu_) = 0;
   uint64_t lost_ GUARDED_BY(mu_) = 0;
   bool woken_ GUARDED_BY(mu_) = false;
 };
@@ -150,11 +179,8 @@ ChangeHub::~ChangeHub() = default;
 
 Result<std::unique_ptr<ChangeSubscription>> ChangeHub::Subscribe(
     const SubscribeOptions& options) {
-  if (options.max_queued_events == 0) {
-    return Status::InvalidArgument("max_queued_events must be at least 1");
-  }
-  auto queue = std::make_shared<Queue>(
-      options.table, options.max_queued_events, options.exclude_origin);
+  TABLETFS_RETURN_IF_ERROR(CheckSubscribeOptions(options));
+  auto queue = std::make_shared<Queue>(options);
   MutexLock l(&core_->mu);
   core_->queues.push_back(queue);
   core_->Recount();
@@ -192,6 +218,7 @@ void ChangeHub::AppendMutationEvents(std::string_view table,
     switch (op.type) {
       case RowMutation::OpType::kSetCell:
         e.kind = ChangeKind::kSetCell;
+        if (op.value.size() <= kMaxEventValueBytes) e.value = op.value;
         break;
       case RowMutation::OpType::kDeleteVersion:
         e.kind = ChangeKind::kDeleteVersion;

@@ -331,7 +331,9 @@ TEST_P(ChangeStreamTest, EveryMutationInCommitOrderWithItsValue) {
   Mutate("r2", {SetCell("f", "c", "gone", 5), DeleteColumn("f", "c")});
   EXPECT_EQ(stream->Changes(3),
             (std::vector<std::string>{"r1: delete f:a@[1000,1001)",
-                                      "r2: set f:c@5=",  // deleted at once
+                                      // deleted at once, still with the
+                                      // value written
+                                      "r2: set f:c@5=gone",
                                       "r2: delete f:c"}));
   MutateRows({{"r3", {SetCell("f", "d", "dee", 7)}},
               {"r4", {SetCell("g", "e", "ee", 8)}}});

@@ -114,21 +114,50 @@ TEST_F(ChangeFeedConcurrencyTest, ReadersSeeEveryWriteOnceInCommitOrder) {
 }
 
 TEST(ChangeFeedLineTest, KindsWithoutCells) {
-  ChangeEvent row{"t", "r\xff", "", "", 5, ChangeKind::kDeleteRow, 0};
+  ChangeEvent row{"t", "r\xff",     "", "", 5, ChangeKind::kDeleteRow,
+                  0,   std::nullopt};
   EXPECT_EQ(ChangeFeed::Line(row, nullptr),
             "{\"kind\":\"delete-row\",\"row_base64\":\"cv8=\","
             "\"timestamp\":5}\n");
-  ChangeEvent family{"t", "r", "f", "", 6, ChangeKind::kDeleteFamily, 0};
+  ChangeEvent family{"t", "r",         "f", "", 6, ChangeKind::kDeleteFamily,
+                     0,   std::nullopt};
   EXPECT_EQ(ChangeFeed::Line(family, nullptr),
             "{\"kind\":\"delete-family\",\"row\":\"r\",\"family\":\"f\","
             "\"timestamp\":6}\n");
-  ChangeEvent table{"t", "", "", "", 7, ChangeKind::kDropTable, 0};
+  ChangeEvent table{"t", "",          "", "", 7, ChangeKind::kDropTable,
+                    0,   std::nullopt};
   EXPECT_EQ(ChangeFeed::Line(table, nullptr),
             "{\"kind\":\"drop-table\",\"timestamp\":7}\n");
-  ChangeEvent gone{"t", "r", "f", "q\n", 8, ChangeKind::kSetCell, 0};
+  ChangeEvent gone{"t", "r",         "f", "q\n", 8, ChangeKind::kSetCell,
+                   0,   std::nullopt};
   EXPECT_EQ(ChangeFeed::Line(gone, nullptr),
             "{\"kind\":\"set\",\"row\":\"r\",\"family\":\"f\","
             "\"qualifier\":\"q\\n\",\"timestamp\":8,\"value_gone\":true}\n");
+}
+
+// A set's line shows the value its event carries, also when the version
+// is gone by the time the line is made (written then deleted at once, as a
+// temporary file renamed away); a value the event does not carry (larger
+// than kMaxEventValueBytes) is read from the store, and said to be gone.
+TEST_F(ChangeFeedConcurrencyTest, ALineShowsTheValueTheEventCarries) {
+  SubscribeOptions so;
+  so.table = "t";
+  auto sub = db_->Subscribe(so);
+  ASSERT_TRUE(sub.ok());
+  RowMutation m("r");
+  m.SetCell("f", "small", "written")
+      .SetCell("f", "large", std::string(kMaxEventValueBytes + 1, 'x'));
+  ASSERT_TRUE(db_->Apply("t", m, WriteOptions()).ok());
+  ASSERT_TRUE(
+      db_->Apply("t", RowMutation("r").DeleteRow(), WriteOptions()).ok());
+  ChangeBatch batch = (*sub)->Read(std::chrono::seconds(0));
+  ASSERT_EQ(batch.events.size(), 3u);
+  std::istringstream lines(ChangeFeed::Lines(db_.get(), batch));
+  std::string small, large;
+  std::getline(lines, small);
+  std::getline(lines, large);
+  EXPECT_NE(small.find("\"value\":\"written\""), std::string::npos) << small;
+  EXPECT_NE(large.find("\"value_gone\":true"), std::string::npos) << large;
 }
 
 }  // namespace

@@ -39,7 +39,8 @@ class ApiMountTest : public MountFixture {
     struct stat st;
     const std::string socket = datadir() + "/bigtable.sock";
     ASSERT_EQ(stat(socket.c_str(), &st), 0) << socket;
-    EXPECT_EQ(st.st_mode & 0777, 0600u) << "the socket is for the daemon's user";
+    EXPECT_EQ(st.st_mode & 0777, 0600u)
+        << "the socket is for the daemon's user";
     auto channel = grpc::CreateChannel("unix:" + socket,
                                        grpc::InsecureChannelCredentials());
     data_ = v2::Bigtable::NewStub(channel);
@@ -99,7 +100,9 @@ TEST_F(ApiMountTest, AWriteThroughEitherDoorIsWhatTheOtherShowsNext) {
   ShOk("mkdir -p t/r/f && echo -n mount1 > t/r/f/q");
   EXPECT_EQ(ReadTable("t"), (std::vector<std::string>{"r/f/q=mount1"}));
   // The kernel has the cell cached now; an API write must not be hidden.
-  EXPECT_EQ(ShOk("cat t/r/f/q; stat -c %s t/r/f/q"), "mount1" "6\n");
+  EXPECT_EQ(ShOk("cat t/r/f/q; stat -c %s t/r/f/q"),
+            "mount1"
+            "6\n");
   for (int i = 0; i < 20; i++) {
     const std::string v = "api" + std::to_string(i) + std::string(i, '+');
     ASSERT_TRUE(Set("t", "r", "f", "q", v).ok());
@@ -132,8 +135,9 @@ TEST_F(ApiMountTest, TablesMadeOrDroppedThroughOneDoorShowInTheOther) {
   }
   EXPECT_EQ(ShOk("ls"), "fromapi\nt\n");
   EXPECT_EQ(ShOk("ls .schema/fromapi"), "cf\n");
-  ShOk("mkdir frommount && mkdir .schema/frommount/g 2>/dev/null || "
-       "touch .schema/frommount/g");
+  ShOk(
+      "mkdir frommount && mkdir .schema/frommount/g 2>/dev/null || "
+      "touch .schema/frommount/g");
   {
     admin::ListTablesRequest req;
     req.set_parent(kInstance);
@@ -175,7 +179,8 @@ TEST_F(ApiMountTest, KillDuringApiWritesLosesNothingAcknowledged) {
       acknowledged = i + 1;
     }
   });
-  while (acknowledged < 300) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (acknowledged < 300)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   KillDaemon();
   stop = true;
   writer.join();
@@ -277,7 +282,8 @@ TEST_F(ApiMountTest, BothDoorsAtOnceLoseNothingAndKeepRowsWhole) {
   // Everything acknowledged, through both doors, seen through both.
   std::vector<std::string> cells = ReadTable("t");
   int mount_cells = 0;
-  for (const std::string& c : cells) mount_cells += c.find("/f/m") != std::string::npos;
+  for (const std::string& c : cells)
+    mount_cells += c.find("/f/m") != std::string::npos;
   EXPECT_EQ(mount_cells, 200);
   for (int r = 0; r < 5; r++) {
     const std::string row = std::string("r").append(std::to_string(r));
@@ -315,8 +321,8 @@ TEST_F(ApiMountTest, ChangeFeedShowsWritesFromEveryDoorInOrder) {
     ASSERT_EQ(fstat(fd, &st), 0);
     if (static_cast<size_t>(st.st_size) > text.size()) {
       std::string buf(static_cast<size_t>(st.st_size) - text.size(), '\0');
-      ssize_t n = pread(fd, buf.data(), buf.size(),
-                        static_cast<off_t>(text.size()));
+      ssize_t n =
+          pread(fd, buf.data(), buf.size(), static_cast<off_t>(text.size()));
       ASSERT_GT(n, 0) << strerror(errno);
       text.append(buf.data(), static_cast<size_t>(n));
     } else {
@@ -335,12 +341,14 @@ TEST_F(ApiMountTest, ChangeFeedShowsWritesFromEveryDoorInOrder) {
   std::string expected;
   for (int i = 0; i < 3; i++) {
     const std::string n = std::to_string(i);
-    for (const auto& [q, v] : {std::pair<std::string, std::string>{"m", "mount"},
-                               {"a", "api"},
-                               {"c", "cli"}}) {
-      expected += "{\"kind\":\"set\",\"row\":\"r\",\"family\":\"f\","
-                  "\"qualifier\":\"" + q + n + "\",\"value\":\"" + v + n +
-                  "\"}\n";
+    for (const auto& [q, v] :
+         {std::pair<std::string, std::string>{"m", "mount"},
+          {"a", "api"},
+          {"c", "cli"}}) {
+      expected +=
+          "{\"kind\":\"set\",\"row\":\"r\",\"family\":\"f\","
+          "\"qualifier\":\"" +
+          q + n + "\",\"value\":\"" + v + n + "\"}\n";
     }
   }
   EXPECT_EQ(lines, expected) << text;
@@ -362,7 +370,7 @@ TEST_F(ApiMountTest, TabletctlWatchShowsWritesFromEveryDoorInOrder) {
   const std::string out = datadir() + ".watch", err = datadir() + ".err";
   // Outside the mount (a process in it would keep it busy), in the
   // background.
-  const std::string pid = ShOk("cd / && " + ctl + "watch t > '" + out +
+  const std::string pid = ShOk("cd / && exec " + ctl + "watch t > '" + out +
                                "' 2> '" + err + "' & echo -n $!");
   auto slurp = [](const std::string& path) {
     std::ifstream in(path, std::ios::binary);

@@ -199,10 +199,10 @@ void MountFixture::PutCells(const std::string& table,
     std::string cmd = "true";
     for (const SeedCell& c : cells) {
       std::string dir = table + "/" + c.row + "/" + c.family;
-      cmd += " && mkdir -p " + Quoted(dir) + " && printf %s " +
-             Quoted(c.value) + " > " +
-             Quoted(dir + "/" + c.qualifier + "@" +
-                    std::to_string(c.timestamp));
+      cmd +=
+          " && mkdir -p " + Quoted(dir) + " && printf %s " + Quoted(c.value) +
+          " > " +
+          Quoted(dir + "/" + c.qualifier + "@" + std::to_string(c.timestamp));
     }
     pending_seeds_.push_back(cmd);
     if (mounted_) RunPendingSeeds();
@@ -311,11 +311,49 @@ void MountFixture::Unmount() {
   // Already unmounted (SIGTERM to the daemon, umount): just wait for it.
   // From the mount table: a stat of the mount point fails (EIO) while a
   // remote mount's server does not answer.
-  if (InMountTable() && RunProgram({"fusermount3", "-u", mnt_}) != 0) {
-    ADD_FAILURE() << "fusermount3 -u failed (busy?); lazy unmount";
+  if (!InMountTable()) {
+    WaitForDaemonExit();
+    return;
+  }
+  // A process that used the mount and was just killed, or a path lookup
+  // in flight, holds it for a moment: busy for 2 s is a leak.
+  bool unmounted = false;
+  for (int i = 0; i < 20 && !unmounted; i++) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    unmounted = RunProgram({"fusermount3", "-u", mnt_}) == 0;
+  }
+  if (!unmounted) {
+    ADD_FAILURE() << "fusermount3 -u failed for 2 s (busy); users of the "
+                     "mount: "
+                  << MountUsers() << "; lazy unmount";
     RunProgram({"fusermount3", "-uz", mnt_});
   }
   WaitForDaemonExit();
+}
+
+std::string MountFixture::MountUsers() const {
+  std::string users;
+  std::error_code ec;
+  auto inside = [this](const std::filesystem::path& p) {
+    std::error_code e;
+    const std::string target = std::filesystem::read_symlink(p, e).string();
+    return !e && target.compare(0, mnt_.size(), mnt_) == 0;
+  };
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string pid = proc.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    bool uses = inside(proc.path() / "cwd");
+    for (const auto& fd :
+         std::filesystem::directory_iterator(proc.path() / "fd", ec)) {
+      uses = uses || inside(fd.path());
+    }
+    if (uses) {
+      users += pid + " (" + ReadFile("/proc/" + pid + "/comm");
+      if (!users.empty() && users.back() == '\n') users.pop_back();
+      users += ") ";
+    }
+  }
+  return users.empty() ? "none found" : users;
 }
 
 void MountFixture::KillDaemon() {

@@ -110,9 +110,12 @@ class MountFixture : public ::testing::Test {
   int TryMountForeground(const std::vector<std::string>& extra_args,
                          const std::vector<std::string>& env,
                          const std::string& log);
-  // fusermount3 -u (then -uz as a fallback) and waits for the daemon to
+  // fusermount3 -u, retried for 2 s while busy (then a failure naming the
+  // processes that use the mount, and -uz), and waits for the daemon to
   // exit, so the store's lock is free again.
   void Unmount();
+  // The processes with a descriptor or their directory in the mount.
+  std::string MountUsers() const;
   // SIGKILL to the daemon, lazy unmount, wait for it to be gone.
   void KillDaemon();
   bool IsMounted() const;

@@ -153,26 +153,28 @@ FsError DirHandle::Step(DirEntry* out, Position* next, bool* end) {
     }
     e = std::move(*entry);
     next->phase = Phase::kEntries;
-    // A lister's names resume by name (NextEntry's names path).
-    switch (lister_ ? NodeKind::kStatusFile : e.node.kind) {
-      case NodeKind::kTable:
-      case NodeKind::kSchemaTable:
-        next->key = e.node.table;
-        break;
-      case NodeKind::kRow:
-        next->key = e.node.row;
-        break;
-      case NodeKind::kFamily:
-      case NodeKind::kSchemaFamily:
-        next->key = e.node.family;
-        break;
-      case NodeKind::kStatusFile:
-        next->key = e.name;
-        break;
-      default:
-        next->key = e.node.qualifier;
-        next->timestamp = e.node.at.value_or(0);
-        break;
+    // Names resume by name (NextEntry's names path): a lister's, and the
+    // status files; the store's entries by their node's own part.
+    if (lister_ || e.node.kind == NodeKind::kStatusFile) {
+      next->key = e.name;
+    } else {
+      switch (e.node.kind) {
+        case NodeKind::kTable:
+        case NodeKind::kSchemaTable:
+          next->key = e.node.table;
+          break;
+        case NodeKind::kRow:
+          next->key = e.node.row;
+          break;
+        case NodeKind::kFamily:
+        case NodeKind::kSchemaFamily:
+          next->key = e.node.family;
+          break;
+        default:
+          next->key = e.node.qualifier;
+          next->timestamp = e.node.at.value_or(0);
+          break;
+      }
     }
   }
   e.offset = next->offset;

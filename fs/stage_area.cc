@@ -77,15 +77,13 @@ class StageArea : public Area {
   // commit.
   bool Uncached(const Node& n) override {
     switch (n.kind) {
-      case NodeKind::kStageCell:
-      case NodeKind::kStageRowMark:
-      case NodeKind::kStageCellMark:
-      case NodeKind::kCommitRoot:
-      case NodeKind::kCommitTable:
-      case NodeKind::kCommitRow:
-        return true;
-      default:
+      case NodeKind::kStageRoot:
+      case NodeKind::kStageTable:
+      case NodeKind::kStageRow:
+      case NodeKind::kStageFamily:
         return false;
+      default:
+        return Owns(n);
     }
   }
 

@@ -157,8 +157,8 @@ Status DBImpl::SwitchLog() {
   // The old log is synced before it is closed: its writes may have been
   // acknowledged without sync, and a later DB::Sync() or synced write only
   // syncs the new log, yet promises durability for everything acknowledged
-  // before it. The sync runs without mu_; log_mu_ keeps a flush's sync
-  // (SyncLogForFlush) off the old log from its close to its replacement.
+  // before it. The sync runs without mu_, after any sync beside the
+  // writers (SyncLogConcurrently) of the old log ended.
   mu_.Unlock();
   Status s;
   {
@@ -670,8 +670,17 @@ Status DBImpl::FlushImmutable(std::shared_ptr<Tablet> t) {
       {{lo, hi, [mem = imm.mem] { return MemTable::NewIterator(mem); }}});
   Status s = WriteTables(iter.get(), tables, nullptr, 0,
                          /*move_large_values=*/true, id, &edit.added_files);
+  // Writes to other tablets acknowledged before this memtable's last entry
+  // may be only in the log; once the edit below is synced this memtable's
+  // entries survive a power loss, so those writes must too, so that what
+  // survives is a prefix of the writes across tablets
+  // (store/doc/tablets.md). Older logs were synced when they were switched.
+  // Beside the writers: a flush does not hold appends for an fsync.
   bool synced = false;
-  if (s.ok()) s = SyncLogForFlush(&synced);
+  if (s.ok()) {
+    s = SyncLogConcurrently(&synced);
+    if (!s.ok()) s = s.WithContext("syncing the log before a flush");
+  }
   if (s.ok()) {
     MutexLock sl(&schema_mu_);
     s = LogEdit(edit);
@@ -693,22 +702,6 @@ Status DBImpl::FlushImmutable(std::shared_ptr<Tablet> t) {
   return s;
 }
 
-Status DBImpl::SyncLogForFlush(bool* synced) {
-  // Writes to other tablets acknowledged before this memtable's last entry
-  // may be only in the log; once the edit below is synced this memtable's
-  // entries survive a power loss, so those writes must too. Older logs were
-  // synced when they were switched.
-  MutexLock lg(&log_mu_);
-  *synced = false;
-  if (log_ == nullptr || log_->size() <= log_synced_bytes_) {
-    return Status::OK();
-  }
-  Status s = log_->Sync();
-  if (!s.ok()) return s.WithContext("syncing the log before a flush");
-  log_synced_bytes_ = log_->size();
-  *synced = true;
-  return s;
-}
 
 // ---------------------------------------------------------------------------
 // Maintenance calls

@@ -430,10 +430,6 @@ class DBImpl final : public DB {
   // The space reserve in force: options_.space_reserve_bytes, or scaled
   // with the size of the data directory's filesystem (see options.h).
   uint64_t ResolveSpaceReserve();
-  // Syncs the log before a flush's manifest edit makes a memtable durable,
-  // so that whatever survives a power loss is a prefix of the writes across
-  // tablets (store/doc/tablets.md). Sets *synced when it synced.
-  Status SyncLogForFlush(bool* synced) EXCLUDES(mu_, log_mu_);
   bool PickCompaction(Compaction* c) REQUIRES(mu_);
   void PickTabletCompaction(std::shared_ptr<Tablet> t, bool manual,
                             Compaction* c) REQUIRES(mu_);
@@ -602,8 +598,8 @@ class DBImpl final : public DB {
 
   std::deque<Writer*> writers_ GUARDED_BY(mu_);
   // The commit log. Only the front writer of writers_ appends to it or
-  // replaces it; log_mu_ is held around every use, so a flush can sync it
-  // from the background thread (SyncLogForFlush) without racing an append.
+  // replaces it; log_mu_ is held around every use but the sync beside the
+  // writers (SyncLogConcurrently, which log_syncing_ announces).
   // Taken without mu_, or inside it (never mu_ inside log_mu_).
   Mutex log_mu_ ACQUIRED_AFTER(mu_);
   std::unique_ptr<LogWriter> log_ GUARDED_BY(log_mu_);

@@ -1,7 +1,9 @@
 #include "store/table/block.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <memory>
 
 #include "store/util/coding.h"
 
@@ -57,6 +59,44 @@ Result<std::shared_ptr<const Block>> Block::Create(BlockContents block,
 // Entries are parsed lazily as the iterator moves; every length is checked
 // against the block's bounds, so a corrupt block yields a Corruption status,
 // never a read outside the block.
+// The current key of a BlockIterator, rebuilt from a shared prefix of the
+// previous one. Keys up to kInline bytes (every key of a typical row) stay in
+// the iterator: a point read makes a few iterators, and an allocation for
+// each one's key was a tenth of its allocations.
+class KeyBuffer {
+ public:
+  KeyBuffer() = default;
+  KeyBuffer(const KeyBuffer&) = delete;
+  KeyBuffer& operator=(const KeyBuffer&) = delete;
+
+  std::string_view view() const { return {data_, size_}; }
+  size_t size() const { return size_; }
+  void clear() { size_ = 0; }
+  // Keeps the first n bytes, appends `more`. REQUIRES: n <= size().
+  void Rebuild(size_t n, std::string_view more) {
+    assert(n <= size_);
+    const size_t need = n + more.size();
+    if (need > capacity_) {
+      const size_t capacity = std::max(need, 2 * capacity_);
+      auto grown = std::make_unique<char[]>(capacity);
+      std::memcpy(grown.get(), data_, n);
+      heap_ = std::move(grown);
+      data_ = heap_.get();
+      capacity_ = capacity;
+    }
+    std::memcpy(data_ + n, more.data(), more.size());
+    size_ = need;
+  }
+
+ private:
+  static constexpr size_t kInline = 80;
+  char inline_[kInline];
+  std::unique_ptr<char[]> heap_;
+  char* data_ = inline_;
+  size_t capacity_ = kInline;
+  size_t size_ = 0;
+};
+
 class BlockIterator final : public Iterator {
  public:
   explicit BlockIterator(std::shared_ptr<const Block> block)
@@ -70,7 +110,7 @@ class BlockIterator final : public Iterator {
   Status status() const override { return status_; }
   std::string_view key() const override {
     assert(Valid());
-    return key_;
+    return key_.view();
   }
   std::string_view value() const override {
     assert(Valid());
@@ -105,7 +145,7 @@ class BlockIterator final : public Iterator {
       }
     }
     SeekToRestart(left);
-    while (ParseNext() && std::string_view(key_) < target) {
+    while (ParseNext() && key_.view() < target) {
     }
   }
 
@@ -163,8 +203,7 @@ class BlockIterator final : public Iterator {
         shared > key_.size()) {
       return Fail("bad entry at block offset " + std::to_string(current_));
     }
-    key_.resize(shared);
-    key_.append(in.data(), non_shared);
+    key_.Rebuild(shared, in.substr(0, non_shared));
     value_ = in.substr(non_shared, value_len);
     next_ = static_cast<uint32_t>(value_.data() + value_.size() - data_);
     return true;
@@ -183,7 +222,7 @@ class BlockIterator final : public Iterator {
   const uint32_t limit_;  // End of the entries (start of the restarts).
   uint32_t current_;      // Offset of the current entry; limit_: invalid.
   uint32_t next_;         // Offset of the entry after it.
-  std::string key_;
+  KeyBuffer key_;
   std::string_view value_;
   Status status_;
 };

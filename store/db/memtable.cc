@@ -80,10 +80,18 @@ class MemTable::MemIterator final : public Iterator {
   bool Valid() const override { return iter_.Valid(); }
   void SeekToFirst() override { iter_.SeekToFirst(); }
   void Seek(std::string_view target) override {
-    scratch_.clear();
-    PutVarint32(&scratch_, static_cast<uint32_t>(target.size()));
-    scratch_.append(target);
-    iter_.Seek(scratch_.data());
+    // The skip list compares length-prefixed keys. A key of a usual size
+    // is prefixed on the stack: a point read seeks each memtable once, and
+    // an allocation for it was one of a read's ~30.
+    char stack[128];
+    char* buf = stack;
+    if (target.size() + 5 > sizeof(stack)) {
+      scratch_.resize(target.size() + 5);
+      buf = scratch_.data();
+    }
+    char* p = EncodeVarint32(buf, static_cast<uint32_t>(target.size()));
+    std::memcpy(p, target.data(), target.size());
+    iter_.Seek(buf);
   }
   void Next() override { iter_.Next(); }
   std::string_view key() const override {

@@ -1923,8 +1923,10 @@ class RemoteSubscription final : public ChangeSubscription {
         e.family = m.set_cell().family_name();
         e.qualifier = m.set_cell().column_qualifier();
         e.timestamp = m.set_cell().timestamp_micros();
-        if (values_ && m.set_cell().value().size() <= kMaxEventValueBytes &&
-            !chunked) {
+        // An empty value may be a large one the server found gone: it is
+        // read by timestamp, as a value the event does not carry.
+        if (values_ && !m.set_cell().value().empty() &&
+            m.set_cell().value().size() <= kMaxEventValueBytes && !chunked) {
           e.value = m.set_cell().value();
         }
         return e;

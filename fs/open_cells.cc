@@ -60,7 +60,8 @@ uint64_t OpenCell::Attach(Access access, CommittedVersion newest,
     // reached Changed() yet (a staged row's cells are invalidated one by
     // one after the row is committed), and an open must not see an older
     // cell than the store gave another open before it.
-    if (newest.exists || !committed_) {
+    if (newest.exists || !committed_ ||
+        committed_generation_ != generation_.load()) {
       committed_ =
           std::make_shared<const std::string>(std::move(newest.value));
       committed_generation_ = generation_.load();

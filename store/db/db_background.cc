@@ -677,9 +677,10 @@ Status DBImpl::FlushImmutable(std::shared_ptr<Tablet> t) {
   // (store/doc/tablets.md). Older logs were synced when they were switched.
   // Beside the writers: a flush does not hold appends for an fsync.
   bool synced = false;
+  Status log_sync;
   if (s.ok()) {
-    s = SyncLogConcurrently(&synced);
-    if (!s.ok()) s = s.WithContext("syncing the log before a flush");
+    log_sync = SyncLogConcurrently(&synced);
+    s = log_sync;
   }
   if (s.ok()) {
     MutexLock sl(&schema_mu_);
@@ -687,6 +688,16 @@ Status DBImpl::FlushImmutable(std::shared_ptr<Tablet> t) {
   }
   mu_.Lock();
   if (synced) ++stat_log_syncs_;
+  if (!log_sync.ok()) {
+    // As for any failed log sync (CommitLog): what the log holds past its
+    // last good sync may be gone, so nothing more is acknowledged, whatever
+    // the errno (a failed fdatasync is not reported twice).
+    if (bg_error_.ok()) {
+      bg_error_ = log_sync.WithContext("syncing the log before a flush");
+    }
+    Log(LogLevel::kError, "log sync failed: " + log_sync.ToString());
+    return bg_error_;
+  }
   if (!s.ok()) {
     // WriteTables removes its own outputs when it fails. When the manifest
     // write failed, the edit may be on disk and the next open may use the
@@ -701,7 +712,6 @@ Status DBImpl::FlushImmutable(std::shared_ptr<Tablet> t) {
                             " level-0 files");
   return s;
 }
-
 
 // ---------------------------------------------------------------------------
 // Maintenance calls

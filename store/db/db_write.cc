@@ -152,6 +152,7 @@ void DBImpl::PublishGroup(const std::vector<Writer*>& group) {
   // A group's writers mostly share one origin: ask the hub once per run.
   std::optional<uint64_t> asked;
   bool wanted = false;
+  const bool values = changes_.WantsValues();
   for (const Writer* x : group) {
     if (!x->status.ok()) continue;  // refused when revalidated
     if (asked != x->origin) {
@@ -160,7 +161,7 @@ void DBImpl::PublishGroup(const std::vector<Writer*>& group) {
     }
     if (!wanted) continue;  // nobody listens
     ChangeHub::AppendMutationEvents(x->table, *x->mutation, x->timestamp,
-                                    x->origin, &events);
+                                    x->origin, values, &events);
   }
   changes_.Publish(events);
 }

@@ -693,7 +693,8 @@ class ReferenceBigtable final : public Bigtable {
     }
     if (changes_.WantsOrigin(origin)) {
       std::vector<ChangeEvent> events;
-      ChangeHub::AppendMutationEvents(table, m, commit_ts, origin, &events);
+      ChangeHub::AppendMutationEvents(table, m, commit_ts, origin,
+                                      changes_.WantsValues(), &events);
       changes_.Publish(events);
     }
     return commit_ts;

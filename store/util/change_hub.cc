@@ -54,6 +54,7 @@ class ChangeHub::Queue {
     return exclude_origin_ == 0 || origin != exclude_origin_;
   }
   uint64_t exclude_origin() const { return exclude_origin_; }
+  bool values() const { return values_; }
 
   // Appends what fits, counts the rest; never waits for the reader.
   void Push(const std::vector<ChangeEvent>& events) EXCLUDES(mu_) {
@@ -69,8 +70,18 @@ class ChangeHub::Queue {
         // (The first event queues whatever its size.)
         if (lost_ == 0 && events_.size() < capacity_ &&
             (events_.empty() || bytes_ + bytes <= capacity_bytes_)) {
-          ChangeEvent& queued = events_.emplace_back(e);
-          if (!values_) queued.value.reset();
+          if (values_ || !e.value.has_value()) {
+            events_.push_back(e);
+          } else {
+            ChangeEvent& q = events_.emplace_back();
+            q.table = e.table;
+            q.row = e.row;
+            q.family = e.family;
+            q.qualifier = e.qualifier;
+            q.timestamp = e.timestamp;
+            q.kind = e.kind;
+            q.origin = e.origin;
+          }
           bytes_ += bytes;
         } else {
           ++lost_;
@@ -139,14 +150,19 @@ struct ChangeHub::Core {
   Mutex mu;
   std::vector<std::shared_ptr<Queue>> queues GUARDED_BY(mu);
   std::atomic<int> count{0};
-  // Subscriptions that exclude an origin.
+  // Subscriptions that exclude an origin, and that want values.
   std::atomic<int> excluding{0};
+  std::atomic<int> wanting_values{0};
 
   void Recount() REQUIRES(mu) {
-    int ex = 0;
-    for (const auto& q : queues) ex += q->exclude_origin() != 0 ? 1 : 0;
+    int ex = 0, values = 0;
+    for (const auto& q : queues) {
+      ex += q->exclude_origin() != 0 ? 1 : 0;
+      values += q->values() ? 1 : 0;
+    }
     count.store(static_cast<int>(queues.size()), std::memory_order_relaxed);
     excluding.store(ex, std::memory_order_relaxed);
+    wanting_values.store(values, std::memory_order_relaxed);
   }
 };
 
@@ -173,7 +189,9 @@ class ChangeHub::Subscription final : public ChangeSubscription {
 };
 
 ChangeHub::ChangeHub()
-    : core_(std::make_shared<Core>()), subscribers_(&core_->count) {}
+    : core_(std::make_shared<Core>()),
+      subscribers_(&core_->count),
+      wanting_values_(&core_->wanting_values) {}
 
 ChangeHub::~ChangeHub() = default;
 
@@ -208,6 +226,7 @@ void ChangeHub::Publish(const std::vector<ChangeEvent>& events) {
 void ChangeHub::AppendMutationEvents(std::string_view table,
                                      const RowMutation& mutation,
                                      int64_t commit_ts, uint64_t origin,
+                                     bool values,
                                      std::vector<ChangeEvent>* out) {
   for (const RowMutation::Op& op : mutation.ops()) {
     ChangeEvent& e = out->emplace_back();
@@ -218,7 +237,9 @@ void ChangeHub::AppendMutationEvents(std::string_view table,
     switch (op.type) {
       case RowMutation::OpType::kSetCell:
         e.kind = ChangeKind::kSetCell;
-        if (op.value.size() <= kMaxEventValueBytes) e.value = op.value;
+        if (values && op.value.size() <= kMaxEventValueBytes) {
+          e.value = op.value;
+        }
         break;
       case RowMutation::OpType::kDeleteVersion:
         e.kind = ChangeKind::kDeleteVersion;

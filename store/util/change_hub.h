@@ -43,6 +43,12 @@ class ChangeHub {
   // (SubscribeOptions::exclude_origin). One relaxed atomic load when no
   // subscriber excludes an origin.
   bool WantsOrigin(uint64_t origin) const;
+  // Whether some subscriber wants values (SubscribeOptions::values): when
+  // none does, implementations build events without them. One relaxed
+  // atomic load.
+  bool WantsValues() const {
+    return wanting_values_->load(std::memory_order_relaxed) > 0;
+  }
 
   // Queues `events` (one or more commits, in commit order) for every
   // subscription whose table they match.
@@ -50,11 +56,12 @@ class ChangeHub {
 
   // The events of `mutation` committed to `table` at server timestamp
   // `commit_ts` by a write of WriteOptions::origin `origin`, appended to
-  // *out in operation order.
+  // *out in operation order; with `values`, a set's value (up to
+  // kMaxEventValueBytes).
   static void AppendMutationEvents(std::string_view table,
                                    const RowMutation& mutation,
                                    int64_t commit_ts, uint64_t origin,
-                                   std::vector<ChangeEvent>* out);
+                                   bool values, std::vector<ChangeEvent>* out);
 
  private:
   class Queue;
@@ -62,8 +69,9 @@ class ChangeHub {
   struct Core;
 
   std::shared_ptr<Core> core_;
-  // Owned by core_; cached for HasSubscribers().
+  // Owned by core_; cached for HasSubscribers() and WantsValues().
   std::atomic<int>* subscribers_;
+  std::atomic<int>* wanting_values_;
 };
 
 }  // namespace tabletfs

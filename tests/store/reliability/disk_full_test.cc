@@ -4,7 +4,8 @@
 // cause) fail NoSpace without a sticky error; once space returns, writes
 // work again without reopening, and nothing acknowledged is lost; a flush
 // and a compaction that failed for lack of space are retried and succeed,
-// on an idle store too.
+// on an idle store too. A log sync that fails for space is not a full
+// disk: it is sticky.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -17,6 +18,7 @@
 
 #include "store/db.h"
 #include "store/env/mem_env.h"
+#include "store/fault_env.h"
 #include "tests/store/reliability/reliability_util.h"
 
 namespace tabletfs::reliability {
@@ -206,6 +208,46 @@ TEST_F(DiskFullTest, DeletesBelowTheReserveGiveTheirSpaceBack) {
     }
     Open();
   }
+}
+
+// Unlike a write that finds no space, a log sync that fails for space
+// (fdatasync's ENOSPC or EDQUOT, on thin-provisioned or quota'd
+// filesystems) stops the store: the kernel does not report a failed
+// fdatasync twice, so the log's unsynced tail may be gone while a retried
+// sync succeeds. The flush syncs the log beside the writers; its failure
+// must be sticky like every other log sync's, not a pause.
+TEST(LogSyncNoSpaceTest, AFlushWhoseLogSyncFailsStopsAcknowledgingWrites) {
+  MemEnv mem;
+  FaultInjectionEnv env(&mem);
+  auto opened = DB::Open(SmallOptions(&env), kDir);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<DB> db = std::move(*opened);
+  ASSERT_TRUE(CreateSchema(db.get()).ok());
+  env.FailAll(FaultOp::kSync, Status::NoSpace("injected fdatasync failure"),
+              ".log");
+  // Writes until the first memtable is frozen (at half the budget, before
+  // the log reaches the size that switches it): its flush syncs the log.
+  Workload w(Seeds({5})[0]);
+  for (int i = 0; i < 1000 && db->GetStats().frozen_memtables == 0 &&
+                  db->GetStats().flushes == 0;
+       ++i) {
+    ASSERT_TRUE(
+        db->Apply(kTable, Workload::ToRowMutation(w.Next()), WriteOptions())
+            .ok());
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (db->GetStats().background_error.empty() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const std::string error = db->GetStats().background_error;
+  EXPECT_NE(error.find("syncing the log before a flush"), std::string::npos)
+      << "background error: '" << error << "'";
+  // Sticky: with the fault gone, writes are still refused until a reopen.
+  env.ClearFaults();
+  EXPECT_FALSE(
+      db->Apply(kTable, Workload::ToRowMutation(w.Next()), WriteOptions())
+          .ok());
 }
 
 // An idle store: nothing but the returning space wakes the paused flush.

@@ -11,28 +11,20 @@
 
 #include "store/db.h"
 #include "store/env/mem_env.h"
+#include "tests/store/db/mem_db_test.h"
 
 namespace tabletfs {
 namespace {
 
 using std::chrono::microseconds;
 
-class DBChangesTest : public testing::Test {
+class DBChangesTest : public MemDbTest {
  protected:
   void SetUp() override {
-    options_.env = &env_;
-    options_.space_reserve_bytes = 0;
-    Reopen();
+    MemDbTest::SetUp();
     ASSERT_TRUE(db_->CreateTable("t").ok());
     ASSERT_TRUE(db_->CreateFamily("t", "f", FamilySettings()).ok());
     ASSERT_TRUE(db_->CreateFamily("t", "g", FamilySettings()).ok());
-  }
-
-  void Reopen() {
-    db_.reset();
-    auto db = DB::Open(options_, "/db");
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    db_ = std::move(*db);
   }
 
   // Sets f:q of `row` at the server timestamp; returns the commit time.
@@ -82,9 +74,6 @@ class DBChangesTest : public testing::Test {
     return out;
   }
 
-  MemEnv env_;
-  Options options_;
-  std::unique_ptr<DB> db_;
 };
 
 TEST_F(DBChangesTest, ThePastSinceTComesFirstThenTheLiveChanges) {

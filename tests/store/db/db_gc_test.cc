@@ -7,6 +7,7 @@
 
 #include "store/db.h"
 #include "store/env/mem_env.h"
+#include "tests/store/db/mem_db_test.h"
 #include "tests/util/gcc_bug_105329.h"
 
 namespace tabletfs {
@@ -14,19 +15,11 @@ namespace {
 
 constexpr int64_t kHour = 3600LL * 1000000;
 
-class DBGcTest : public testing::Test {
+class DBGcTest : public MemDbTest {
  protected:
   void SetUp() override {
-    options_.env = &env_;
-    options_.space_reserve_bytes = 0;
-    Reopen();
+    MemDbTest::SetUp();
     ASSERT_TRUE(db_->CreateTable("t").ok());
-  }
-  void Reopen() {
-    db_.reset();
-    auto db = DB::Open(options_, "/db");
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    db_ = std::move(*db);
   }
   void Family(const std::string& name, const std::string& policy) {
     FamilySettings s;
@@ -72,9 +65,6 @@ class DBGcTest : public testing::Test {
     return before;
   }
 
-  MemEnv env_;
-  Options options_;
-  std::unique_ptr<DB> db_;
 };
 
 TEST_F(DBGcTest, MaxVersions) {

@@ -14,25 +14,13 @@
 #include "store/env.h"
 #include "store/env/mem_env.h"
 #include "store/util/coding.h"
+#include "tests/store/db/mem_db_test.h"
 
 namespace tabletfs {
 namespace {
 
-class DBTest : public testing::Test {
+class DBTest : public MemDbTest {
  protected:
-  void SetUp() override {
-    options_.env = &env_;
-    options_.space_reserve_bytes = 0;
-    Reopen();
-  }
-
-  void Reopen() {
-    db_.reset();
-    auto db = DB::Open(options_, "/db");
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    db_ = std::move(*db);
-  }
-
   void MakeTable(const std::string& table,
                  const std::vector<std::string>& families) {
     ASSERT_TRUE(db_->CreateTable(table).ok());
@@ -80,9 +68,6 @@ class DBTest : public testing::Test {
     return out;
   }
 
-  MemEnv env_;
-  Options options_;
-  std::unique_ptr<DB> db_;
 };
 
 TEST_F(DBTest, PaperWebtable) {

@@ -21,6 +21,7 @@
 #include "store/db.h"
 #include "store/fault_env.h"
 #include "store/reference/reference_bigtable.h"
+#include "tests/api/test_store.h"
 
 namespace tabletfs::api {
 namespace {
@@ -46,17 +47,9 @@ class ApiServerTest : public ::testing::TestWithParam<std::string> {
     char tmpl[] = "/tmp/tabletfs_api_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    if (GetParam() == "engine") {
-      Options options;
-      options.max_value_bytes = 8u << 20;
-      auto db = DB::Open(options, dir_ + "/data");
-      ASSERT_TRUE(db.ok()) << db.status().ToString();
-      store_ = std::move(db).value();
-    } else {
-      ReferenceOptions options;
-      options.max_value_bytes = 8u << 20;
-      store_ = NewReferenceBigtable(options);
-    }
+    auto store = OpenTestStore(GetParam(), dir_, 8u << 20);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
     ApiOptions options;
     options.unix_socket = dir_ + "/bigtable.sock";
     auto server = ApiServer::Start(store_.get(), options);

@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "store/db.h"
 #include "store/reference/reference_bigtable.h"
+#include "tests/api/test_store.h"
 
 namespace tabletfs::api {
 namespace {
@@ -173,17 +174,9 @@ class ChangeStreamTest : public ::testing::TestWithParam<std::string> {
     char tmpl[] = "/tmp/tabletfs_changes_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    if (GetParam() == "engine") {
-      Options options;
-      options.max_value_bytes = 8u << 20;
-      auto db = DB::Open(options, dir_ + "/data");
-      ASSERT_TRUE(db.ok()) << db.status().ToString();
-      store_ = std::move(db).value();
-    } else {
-      ReferenceOptions options;
-      options.max_value_bytes = 8u << 20;
-      store_ = NewReferenceBigtable(options);
-    }
+    auto store = OpenTestStore(GetParam(), dir_, 8u << 20);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
     ASSERT_TRUE(store_->CreateTable("t").ok());
     ASSERT_TRUE(store_->CreateFamily("t", "f", FamilySettings()).ok());
     ASSERT_TRUE(store_->CreateFamily("t", "g", FamilySettings()).ok());

@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "store/db.h"
 #include "store/reference/reference_bigtable.h"
+#include "tests/api/test_store.h"
 
 namespace tabletfs::api {
 namespace {
@@ -35,13 +36,9 @@ class ManyClientsTest : public ::testing::TestWithParam<std::string> {
     char tmpl[] = "/tmp/tabletfs_clients_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    if (GetParam() == "engine") {
-      auto db = DB::Open(Options(), dir_ + "/data");
-      ASSERT_TRUE(db.ok()) << db.status().ToString();
-      store_ = std::move(db).value();
-    } else {
-      store_ = NewReferenceBigtable(ReferenceOptions());
-    }
+    auto store = OpenTestStore(GetParam(), dir_);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
     ASSERT_TRUE(store_->CreateTable("t").ok());
     ASSERT_TRUE(store_->CreateFamily("t", "f", FamilySettings()).ok());
     ApiOptions options;

@@ -134,6 +134,7 @@ class TabletfsEngine : public Engine {
                     ";flushes=" + std::to_string(stats.flushes) +
                     ";compactions=" + std::to_string(stats.compactions) +
                     ";stalls=" + std::to_string(stats.write_stalls) +
+                    ";delays=" + std::to_string(stats.write_delays) +
                     ";point_reads=" + std::to_string(stats.point_reads) +
                     ";table_block_reads=" +
                     std::to_string(stats.table_block_reads) +

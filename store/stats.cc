@@ -51,6 +51,7 @@ std::string DbStats::ToString() const {
   out << "table_block_reads " << table_block_reads << "\n";
   out << "table_read_bytes " << table_read_bytes << "\n";
   out << "write_stalls " << write_stalls << "\n";
+  out << "write_delays " << write_delays << "\n";
   out << "tablets " << tablets << "\n";
   out << "tablet_splits " << tablet_splits << "\n";
   out << "tablet_merges " << tablet_merges << "\n";

@@ -51,6 +51,8 @@ struct DbStats {
   uint64_t table_block_reads = 0;
   uint64_t table_read_bytes = 0;
   uint64_t write_stalls = 0;
+  // Write groups delayed 1 ms because level 0 grew (before a stall).
+  uint64_t write_delays = 0;
   uint64_t tablets = 0;
   uint64_t tablet_splits = 0;  // since open
   uint64_t tablet_merges = 0;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <thread>
 
 #include "store/db/compaction_filter.h"
 #include "store/db/db_impl.h"
@@ -21,6 +22,12 @@ namespace {
 // Level-0 files that stall writers (see kL0CompactionTrigger in
 // db_compaction.cc).
 constexpr int kL0StopWrites = 12;
+// Level-0 files from which each write group waits 1 ms, once, before it
+// goes on (LevelDB's kL0_SlowdownWritesTrigger): the background thread gets
+// the core, and the delay is spread over many writes instead of one write
+// waiting for whole compactions at kL0StopWrites.
+constexpr int kL0SlowdownWrites = 8;
+constexpr std::chrono::microseconds kL0SlowdownDelay{1000};
 // How often paused background work looks for free space that came back.
 constexpr std::chrono::microseconds kPausedRetryInterval{1000000};
 
@@ -225,8 +232,18 @@ Status DBImpl::MakeRoomForWrite() {
   const uint64_t write_buffer = budget / 2;
   const uint64_t limit = 2 * budget;
   bool stalled = false;
+  bool delayed = false;
   while (true) {
     if (!bg_error_.ok()) return bg_error_;
+    if (!delayed && max_l0_ >= kL0SlowdownWrites && max_l0_ < kL0StopWrites) {
+      delayed = true;
+      ++stat_write_delays_;
+      bg_cv_.Signal();
+      mu_.Unlock();
+      std::this_thread::sleep_for(kL0SlowdownDelay);
+      mu_.Lock();
+      continue;
+    }
     bool stall = max_l0_ >= kL0StopWrites;
     if (!stall && mem_added_ >= mem_check_at_) {
       // Count exactly; past half the budget, freeze the largest memtable.
@@ -860,6 +877,7 @@ DbStats DBImpl::GetStats() {
   s.table_read_bytes =
       table_reads_.block_read_bytes.load(std::memory_order_relaxed);
   s.write_stalls = stat_write_stalls_;
+  s.write_delays = stat_write_delays_;
   s.last_sequence = last_seq_;
   s.last_timestamp = last_ts_;
   if (!bg_error_.ok()) s.background_error = bg_error_.ToString();

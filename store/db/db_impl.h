@@ -629,6 +629,7 @@ class DBImpl final : public DB {
   uint64_t stat_flushes_ GUARDED_BY(mu_) = 0;
   uint64_t stat_compactions_ GUARDED_BY(mu_) = 0;
   uint64_t stat_write_stalls_ GUARDED_BY(mu_) = 0;
+  uint64_t stat_write_delays_ GUARDED_BY(mu_) = 0;
   uint64_t stat_splits_ GUARDED_BY(mu_) = 0;
   uint64_t stat_merges_ GUARDED_BY(mu_) = 0;
   uint64_t stat_max_pause_micros_ GUARDED_BY(mu_) = 0;

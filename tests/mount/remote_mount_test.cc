@@ -546,7 +546,9 @@ TEST_P(RemoteMountTest, ServerKilledMidReadOfALargeCellNeverReadsShort) {
 // it across the restart), or fails with EIO or ETIMEDOUT; never a success
 // that is lost, never a hang. The emulator keeps nothing across a restart,
 // so there is nothing to check an acknowledgement against: the tabletfs
-// server's only.
+// server's only. The kill is timed from one commit's measured time; when
+// every close beat it anyway (a loaded machine's scheduling), the round
+// proves nothing and is run again with the kill earlier, on new rows.
 TEST_P(RemoteMountTest, ServerKilledWhileClosesCommitLosesNoAcknowledgedWrite) {
   if (store() != MountStore::kServer) {
     GTEST_SKIP() << "the emulator loses every write with its process";
@@ -554,21 +556,10 @@ TEST_P(RemoteMountTest, ServerKilledWhileClosesCommitLosesNoAcknowledgedWrite) {
   MakeTable();
   constexpr int kWriters = 16;
   constexpr auto kStagger = std::chrono::microseconds(150);
-  std::vector<std::string> names(kWriters), values(kWriters);
-  std::string mkdirs = "mkdir -p";
-  for (int i = 0; i < kWriters; i++) {
-    char row[16];
-    snprintf(row, sizeof(row), "w%d", i);
-    names[i] = std::string("t/") + row + "/f/q";
-    mkdirs += std::string(" t/") + row + "/f";
-    values[i] = std::string(1000 * (i + 1), static_cast<char>('a' + i));
-  }
-  // Before any open: a forked child's exit would close its copies of the
-  // descriptors, and each close commits (README "Writing").
-  ShOk(mkdirs);
   // How long one commit at close takes here (sanitizers and load make it
   // slower): the kill is timed to come when some of the closes are done.
   std::chrono::nanoseconds commit{0};
+  ShOk("mkdir -p t/r/f");
   for (int i = 0; i < 3; i++) {
     int fd = open(Path("t/r/f/calibrate").c_str(), O_WRONLY | O_CREAT, 0644);
     ASSERT_GE(fd, 0) << strerror(errno);
@@ -577,65 +568,82 @@ TEST_P(RemoteMountTest, ServerKilledWhileClosesCommitLosesNoAcknowledgedWrite) {
     ASSERT_EQ(close(fd), 0) << strerror(errno);
     commit += std::chrono::steady_clock::now() - before;
   }
-  const auto kill_after = kWriters * 3 / 4 * kStagger + commit / 3;
+  auto kill_after = kWriters * 3 / 4 * kStagger + commit / 3;
+  int refused = 0;
+  for (int round = 0; round < 4 && refused == 0; round++) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::vector<std::string> names(kWriters), values(kWriters);
+    std::string mkdirs = "mkdir -p";
+    for (int i = 0; i < kWriters; i++) {
+      char row[32];
+      snprintf(row, sizeof(row), "w%d-%d", round, i);
+      names[i] = std::string("t/") + row + "/f/q";
+      mkdirs += std::string(" t/") + row + "/f";
+      values[i] = std::string(1000 * (i + 1), static_cast<char>('a' + i));
+    }
+    // Before any open: a forked child's exit would close its copies of the
+    // descriptors, and each close commits (README "Writing").
+    ShOk(mkdirs);
+    std::vector<int> fds(kWriters, -1), results(kWriters, -1);
+    for (int i = 0; i < kWriters; i++) {
+      fds[i] = open(Path(names[i]).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ASSERT_GE(fds[i], 0) << strerror(errno);
+      ASSERT_EQ(write(fds[i], values[i].data(), values[i].size()),
+                static_cast<ssize_t>(values[i].size()));
+    }
+    // The closers wait in read() on a pipe (not spinning: the killer keeps
+    // its CPU); one byte each lets them go.
+    int gun[2];
+    ASSERT_EQ(pipe(gun), 0);
+    std::chrono::steady_clock::time_point start;  // set before the bytes
+    std::vector<std::thread> closers;
+    for (int i = 0; i < kWriters; i++) {
+      closers.emplace_back([&, i] {
+        char c;
+        if (read(gun[0], &c, 1) != 1) return;
+        std::this_thread::sleep_until(start + i * kStagger);
+        results[i] = close(fds[i]) == 0 ? 0 : errno;
+      });
+    }
+    const std::string bytes(kWriters, 'g');
+    start = std::chrono::steady_clock::now();
+    const bool fired = write(gun[1], bytes.data(), bytes.size()) == kWriters;
+    close(gun[1]);  // a closer without its byte reads the end: no hang
+    std::this_thread::sleep_until(start + kill_after);
+    server()->Stop(SIGKILL);
+    const auto killed = std::chrono::steady_clock::now();
+    for (std::thread& t : closers) t.join();
+    close(gun[0]);
+    ASSERT_TRUE(fired) << strerror(errno);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
+            .count();
+    EXPECT_LT(seconds, 2 * kRpcTimeoutSeconds) << "a close hung";
+    int acknowledged = 0;
+    for (int i = 0; i < kWriters; i++) {
+      EXPECT_TRUE(results[i] == 0 || results[i] == EIO ||
+                  results[i] == ETIMEDOUT)
+          << names[i] << ": " << strerror(results[i]);
+      (results[i] == 0 ? acknowledged : refused)++;
+    }
+    RecordProperty("acknowledged", acknowledged);
+    RecordProperty("refused", refused);
+    EXPECT_TRUE(DaemonAlive());
 
-  std::vector<int> fds(kWriters, -1), results(kWriters, -1);
-  for (int i = 0; i < kWriters; i++) {
-    fds[i] = open(Path(names[i]).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ASSERT_GE(fds[i], 0) << strerror(errno);
-    ASSERT_EQ(write(fds[i], values[i].data(), values[i].size()),
-              static_cast<ssize_t>(values[i].size()));
+    RestartServer();
+    WaitForTheServer();
+    for (int i = 0; i < kWriters; i++) {
+      if (results[i] != 0) continue;
+      std::string value;
+      EXPECT_EQ(ReadErrno(Path(names[i]), &value), 0)
+          << names[i] << " was acknowledged, and is lost";
+      EXPECT_TRUE(value == values[i])
+          << names[i] << " was acknowledged, and reads " << value.size()
+          << " bytes";
+    }
+    kill_after /= 2;
   }
-  // The closers wait in read() on a pipe (not spinning: the killer keeps
-  // its CPU); one byte each lets them go.
-  int gun[2];
-  ASSERT_EQ(pipe(gun), 0);
-  std::chrono::steady_clock::time_point start;  // set before the bytes
-  std::vector<std::thread> closers;
-  for (int i = 0; i < kWriters; i++) {
-    closers.emplace_back([&, i] {
-      char c;
-      if (read(gun[0], &c, 1) != 1) return;
-      std::this_thread::sleep_until(start + i * kStagger);
-      results[i] = close(fds[i]) == 0 ? 0 : errno;
-    });
-  }
-  const std::string bytes(kWriters, 'g');
-  start = std::chrono::steady_clock::now();
-  const bool fired = write(gun[1], bytes.data(), bytes.size()) == kWriters;
-  close(gun[1]);  // a closer without its byte reads the end: no hang
-  std::this_thread::sleep_until(start + kill_after);
-  server()->Stop(SIGKILL);
-  const auto killed = std::chrono::steady_clock::now();
-  for (std::thread& t : closers) t.join();
-  close(gun[0]);
-  ASSERT_TRUE(fired) << strerror(errno);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
-          .count();
-  EXPECT_LT(seconds, 2 * kRpcTimeoutSeconds) << "a close hung";
-  int acknowledged = 0, refused = 0;
-  for (int i = 0; i < kWriters; i++) {
-    EXPECT_TRUE(results[i] == 0 || results[i] == EIO || results[i] == ETIMEDOUT)
-        << names[i] << ": " << strerror(results[i]);
-    (results[i] == 0 ? acknowledged : refused)++;
-  }
-  RecordProperty("acknowledged", acknowledged);
-  RecordProperty("refused", refused);
-  EXPECT_GT(refused, 0) << "no close raced the kill";
-  EXPECT_TRUE(DaemonAlive());
-
-  RestartServer();
-  WaitForTheServer();
-  for (int i = 0; i < kWriters; i++) {
-    if (results[i] != 0) continue;
-    std::string value;
-    EXPECT_EQ(ReadErrno(Path(names[i]), &value), 0)
-        << names[i] << " was acknowledged, and is lost";
-    EXPECT_TRUE(value == values[i])
-        << names[i] << " was acknowledged, and reads " << value.size()
-        << " bytes";
-  }
+  EXPECT_GT(refused, 0) << "no close raced the kill in 4 rounds";
 }
 
 TEST_P(RemoteMountTest, HungServerTimesOutWithinRpcTimeout) {

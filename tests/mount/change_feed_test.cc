@@ -22,41 +22,7 @@
 namespace tabletfs::testing {
 namespace {
 
-class ChangeFeedTest : public MountFixture {
- protected:
-  // Reads the feed on `fd` until it holds `lines` lines (10 s at most), as
-  // tail -f does: the size, then what is new.
-  std::vector<std::string> ReadLines(int fd, size_t lines) {
-    std::string text;
-    for (int i = 0; i < 1000 && static_cast<size_t>(std::count(
-                                    text.begin(), text.end(), '\n')) < lines;
-         i++) {
-      struct stat st;
-      if (fstat(fd, &st) != 0) break;
-      if (static_cast<size_t>(st.st_size) <= text.size()) {
-        usleep(10000);
-        continue;
-      }
-      std::string buf(static_cast<size_t>(st.st_size) - text.size(), '\0');
-      ssize_t n =
-          pread(fd, buf.data(), buf.size(), static_cast<off_t>(text.size()));
-      if (n <= 0) break;
-      text.append(buf.data(), static_cast<size_t>(n));
-    }
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
-  }
-
-  // `line` without its timestamp member.
-  static std::string Untimed(const std::string& line) {
-    size_t t = line.find(",\"timestamp\":");
-    if (t == std::string::npos) return line;
-    size_t end = line.find_first_of(",}", t + 1);
-    return line.substr(0, t) + line.substr(end);
-  }
-};
+class ChangeFeedTest : public MountFixture {};
 
 TEST_F(ChangeFeedTest, EveryKindOfChangeIsALine) {
   CreateTable("t", {"f", "g"});
@@ -75,7 +41,7 @@ TEST_F(ChangeFeedTest, EveryKindOfChangeIsALine) {
   ShOk("head -c 70000 /dev/zero | tr '\\0' v > t/r/f/big");  // set, cut
   ShOk("rm -r t/s");       // the row's cells go
   ShOk("rm .schema/t/g");  // drop-family
-  std::vector<std::string> lines = ReadLines(fd, 7);
+  std::vector<std::string> lines = FollowLines(fd, 7);
   close(fd);
   ASSERT_EQ(lines.size(), 7u);
   EXPECT_EQ(Untimed(lines[0]),
@@ -176,9 +142,9 @@ TEST_P(ChangeFeedRemoteTest, ReadsTheServersChangeStream) {
   }
   ASSERT_GE(fd, 0) << strerror(errno);
   ShOk("printf one > t/r/f/a");
-  std::vector<std::string> lines = ReadLines(fd, 1);
+  std::vector<std::string> lines = FollowLines(fd, 1);
   ShOk("rm t/r/f/a");
-  lines = ReadLines(fd, 2);
+  lines = FollowLines(fd, 2);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(Untimed(lines[0]),
             "{\"kind\":\"set\",\"row\":\"r\",\"family\":\"f\","
@@ -187,7 +153,7 @@ TEST_P(ChangeFeedRemoteTest, ReadsTheServersChangeStream) {
             "{\"kind\":\"delete-cell\",\"row\":\"r\",\"family\":\"f\","
             "\"qualifier\":\"a\"}");
   server()->Stop();
-  lines = ReadLines(fd, 3);
+  lines = FollowLines(fd, 3);
   close(fd);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_TRUE(lines[2].starts_with("{\"error\":\"")) << lines[2];
@@ -218,7 +184,7 @@ TEST_F(ChangeFeedTest, AFeedAtTStartsWithThePastThenGoesOnLive) {
   int fd = open(Path(name).c_str(), O_RDONLY);
   ASSERT_GE(fd, 0) << name << ": " << strerror(errno);
   ShOk("printf four > t/r/f/d");
-  std::vector<std::string> lines = ReadLines(fd, 4);
+  std::vector<std::string> lines = FollowLines(fd, 4);
   ASSERT_EQ(lines.size(), 4u);
   const char* const expected[][2] = {
       {"a", "one"}, {"b", "two"}, {"c", "three"}, {"d", "four"}};
@@ -231,7 +197,7 @@ TEST_F(ChangeFeedTest, AFeedAtTStartsWithThePastThenGoesOnLive) {
   // A second reader of the same name reads the same text from its start.
   int fd2 = open(Path(name).c_str(), O_RDONLY);
   ASSERT_GE(fd2, 0);
-  EXPECT_EQ(ReadLines(fd2, 4), lines);
+  EXPECT_EQ(FollowLines(fd2, 4), lines);
   close(fd2);
   close(fd);
   // A later start sees less: T is the commit time of the third write.
@@ -241,7 +207,7 @@ TEST_F(ChangeFeedTest, AFeedAtTStartsWithThePastThenGoesOnLive) {
       lines[2].substr(t + 12, lines[2].find_first_of(",}", t) - t - 12);
   fd = open(Path(".changes/t@" + third).c_str(), O_RDONLY);
   ASSERT_GE(fd, 0) << strerror(errno);
-  lines = ReadLines(fd, 2);
+  lines = FollowLines(fd, 2);
   close(fd);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_NE(lines[0].find("\"value\":\"three\""), std::string::npos);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -392,6 +393,36 @@ bool MountFixture::GoneSoon(const std::string& rel) const {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return true;
+}
+
+std::vector<std::string> MountFixture::FollowLines(int fd, size_t lines) {
+  std::string text;
+  for (int i = 0; i < 1000 && static_cast<size_t>(std::count(
+                                  text.begin(), text.end(), '\n')) < lines;
+       i++) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) break;
+    if (static_cast<size_t>(st.st_size) <= text.size()) {
+      usleep(10000);
+      continue;
+    }
+    std::string buf(static_cast<size_t>(st.st_size) - text.size(), '\0');
+    ssize_t n =
+        pread(fd, buf.data(), buf.size(), static_cast<off_t>(text.size()));
+    if (n <= 0) break;
+    text.append(buf.data(), static_cast<size_t>(n));
+  }
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+std::string MountFixture::Untimed(const std::string& line) {
+  size_t t = line.find(",\"timestamp\":");
+  if (t == std::string::npos) return line;
+  size_t end = line.find_first_of(",}", t + 1);
+  return line.substr(0, t) + line.substr(end);
 }
 
 std::string MountFixture::ReadFile(const std::string& path) {

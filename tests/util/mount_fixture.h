@@ -145,6 +145,13 @@ class MountFixture : public ::testing::Test {
   static std::string ReadFile(const std::string& path);
   static void WriteFile(const std::string& path, const std::string& content);
 
+  // A change feed (`.changes/TABLE`) read on `fd` until it holds `lines`
+  // lines (10 s at most), as tail -f reads a file on FUSE: the size, then
+  // what is new from where it left off.
+  static std::vector<std::string> FollowLines(int fd, size_t lines);
+  // A feed line without its timestamp member.
+  static std::string Untimed(const std::string& line);
+
  private:
   void WaitForDaemonExit();
   // The extra arguments of a mount of store_.
@@ -153,7 +160,7 @@ class MountFixture : public ::testing::Test {
   void RunPendingSeeds();
 
   MountStore store_ = MountStore::kEngine;
-  std::string source_;  // empty: datadir_
+  std::string source_;                      // empty: datadir_
   std::unique_ptr<BigtableServer> server_;  // remote() only
   double rpc_timeout_ = 0;                  // 0: the daemon's default
   std::vector<std::string> pending_seeds_;  // shell commands

@@ -190,6 +190,18 @@ class ChangeStreamTest : public ::testing::TestWithParam<std::string> {
     std::filesystem::remove_all(dir_);
   }
 
+  // The remote client (api/remote_bigtable.h) of this server; nullptr
+  // (and a failure) when it cannot connect.
+  std::unique_ptr<Bigtable> ConnectRemote() {
+    RemoteOptions ro;
+    ro.endpoint = "unix:" + socket_;
+    ro.project = "p";
+    ro.instance = "i";
+    auto remote = ConnectBigtable(ro);
+    EXPECT_TRUE(remote.ok()) << remote.status().ToString();
+    return remote.ok() ? std::move(remote).value() : nullptr;
+  }
+
   void StartServer(ApiOptions options) {
     data_.reset();
     server_.reset();
@@ -326,8 +338,7 @@ TEST_P(ChangeStreamTest, EveryMutationInCommitOrderWithItsValue) {
             (std::vector<std::string>{"r1: delete f:a@[1000,1001)",
                                       // deleted at once, still with the
                                       // value written
-                                      "r2: set f:c@5=gone",
-                                      "r2: delete f:c"}));
+                                      "r2: set f:c@5=gone", "r2: delete f:c"}));
   MutateRows({{"r3", {SetCell("f", "d", "dee", 7)}},
               {"r4", {SetCell("g", "e", "ee", 8)}}});
   EXPECT_EQ(stream->Changes(2), (std::vector<std::string>{"r3: set f:d@7=dee",
@@ -493,15 +504,11 @@ TEST_P(ChangeStreamTest, AClientThatStopsReadingDoesNotSlowWriters) {
 // server: the events a local subscriber of the same store gets, but for
 // origin.
 TEST_P(ChangeStreamTest, RemoteSubscribeSeesWhatALocalSubscriberSees) {
-  RemoteOptions ro;
-  ro.endpoint = "unix:" + socket_;
-  ro.project = "p";
-  ro.instance = "i";
-  auto remote = ConnectBigtable(ro);
-  ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+  std::unique_ptr<Bigtable> remote = ConnectRemote();
+  ASSERT_NE(remote, nullptr);
   SubscribeOptions so;
   so.table = "t";
-  auto theirs = (*remote)->Subscribe(so);
+  auto theirs = remote->Subscribe(so);
   ASSERT_TRUE(theirs.ok()) << theirs.status().ToString();
   auto ours = store_->Subscribe(so);
   ASSERT_TRUE(ours.ok());
@@ -514,7 +521,7 @@ TEST_P(ChangeStreamTest, RemoteSubscribeSeesWhatALocalSubscriberSees) {
   m.DeleteFamily("g");
   ASSERT_TRUE(store_->Apply("t", m, WriteOptions()).ok());
   ASSERT_TRUE(
-      (*remote)->Apply("t", RowMutation("s").DeleteRow(), WriteOptions()).ok());
+      remote->Apply("t", RowMutation("s").DeleteRow(), WriteOptions()).ok());
   ASSERT_TRUE(store_->DeleteFamily("t", "g").ok());
   ASSERT_TRUE(store_->DeleteTable("t").ok());
 
@@ -541,10 +548,9 @@ TEST_P(ChangeStreamTest, RemoteSubscribeSeesWhatALocalSubscriberSees) {
       << end.status.ToString();
 
   // Every table at once, or without one's own writes: not over the API.
-  EXPECT_TRUE(
-      (*remote)->Subscribe(SubscribeOptions()).status().IsNotSupported());
+  EXPECT_TRUE(remote->Subscribe(SubscribeOptions()).status().IsNotSupported());
   so.exclude_origin = 7;
-  EXPECT_TRUE((*remote)->Subscribe(so).status().IsNotSupported());
+  EXPECT_TRUE(remote->Subscribe(so).status().IsNotSupported());
 }
 
 // A value the events do not carry (above kMaxEventValueBytes) is read by
@@ -552,15 +558,11 @@ TEST_P(ChangeStreamTest, RemoteSubscribeSeesWhatALocalSubscriberSees) {
 // remote client must not take that for the value written (its subscriber
 // reads it and finds it gone).
 TEST_P(ChangeStreamTest, RemoteSubscribeDoesNotTakeAGoneValueForTheValue) {
-  RemoteOptions ro;
-  ro.endpoint = "unix:" + socket_;
-  ro.project = "p";
-  ro.instance = "i";
-  auto remote = ConnectBigtable(ro);
-  ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+  std::unique_ptr<Bigtable> remote = ConnectRemote();
+  ASSERT_NE(remote, nullptr);
   SubscribeOptions so;
   so.table = "t";
-  auto sub = (*remote)->Subscribe(so);
+  auto sub = remote->Subscribe(so);
   ASSERT_TRUE(sub.ok()) << sub.status().ToString();
   RowMutation m("r");
   m.SetCell("f", "big", std::string(kMaxEventValueBytes + 1, 'x'))

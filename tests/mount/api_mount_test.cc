@@ -63,6 +63,41 @@ class ApiMountTest : public MountFixture {
     return data_->MutateRow(&ctx, req, &resp);
   }
 
+  // tabletctl on this test's data directory (through the daemon's socket
+  // while mounted), ready for its arguments.
+  std::string Ctl() const {
+    return std::string(TABLETFS_BIN_DIR) + "/tabletctl -d '" + datadir() + "' ";
+  }
+
+  // For i = 0..2, writes f:m<i> through the mount, f:a<i> through the API
+  // and f:c<i> through tabletctl, to row r of table t.
+  void WriteThroughThreeDoors() {
+    for (int i = 0; i < 3; i++) {
+      const std::string n = std::to_string(i);
+      ShOk("printf mount" + n + " > t/r/f/m" + n);
+      ASSERT_TRUE(Set("t", "r", "f", "a" + n, "api" + n).ok());
+      ShOk(Ctl() + "set t r f:c" + n + "=cli" + n);
+    }
+  }
+
+  // The feed lines of WriteThroughThreeDoors, in order, without timestamps.
+  static std::vector<std::string> ThreeDoorsLines() {
+    std::vector<std::string> lines;
+    for (int i = 0; i < 3; i++) {
+      const std::string n = std::to_string(i);
+      for (const auto& [q, v] :
+           {std::pair<std::string, std::string>{"m", "mount"},
+            {"a", "api"},
+            {"c", "cli"}}) {
+        lines.push_back(
+            "{\"kind\":\"set\",\"row\":\"r\",\"family\":\"f\","
+            "\"qualifier\":\"" +
+            q + n + "\",\"value\":\"" + v + n + "\"}");
+      }
+    }
+    return lines;
+  }
+
   // The newest value of every cell of `table` as "row/family/qualifier=value".
   std::vector<std::string> ReadTable(const std::string& table) {
     v2::ReadRowsRequest req;
@@ -293,26 +328,6 @@ TEST_F(ApiMountTest, BothDoorsAtOnceLoseNothingAndKeepRowsWhole) {
   }
 }
 
-// The untimed feed lines of the writes the feed tests below make: for
-// i = 0..2, f:m<i> through the mount, f:a<i> through the API and f:c<i>
-// through tabletctl, of row r.
-std::vector<std::string> ThreeDoorsLines() {
-  std::vector<std::string> lines;
-  for (int i = 0; i < 3; i++) {
-    const std::string n = std::to_string(i);
-    for (const auto& [q, v] :
-         {std::pair<std::string, std::string>{"m", "mount"},
-          {"a", "api"},
-          {"c", "cli"}}) {
-      lines.push_back(
-          "{\"kind\":\"set\",\"row\":\"r\",\"family\":\"f\","
-          "\"qualifier\":\"" +
-          q + n + "\",\"value\":\"" + v + n + "\"}");
-    }
-  }
-  return lines;
-}
-
 // `.changes/TABLE` (issue 21): one JSON line per change, in commit order,
 // whichever door it came through — the mount, the API, tabletctl (which
 // goes through the API on a live mount) — read as `tail -f` reads it:
@@ -325,14 +340,7 @@ TEST_F(ApiMountTest, ChangeFeedShowsWritesFromEveryDoorInOrder) {
   const std::string feed = Path(".changes/t");
   int fd = open(feed.c_str(), O_RDONLY);
   ASSERT_GE(fd, 0) << strerror(errno);
-  const std::string ctl =
-      std::string(TABLETFS_BIN_DIR) + "/tabletctl -d '" + datadir() + "' ";
-  for (int i = 0; i < 3; i++) {
-    const std::string n = std::to_string(i);
-    ShOk("printf mount" + n + " > t/r/f/m" + n);
-    ASSERT_TRUE(Set("t", "r", "f", "a" + n, "api" + n).ok());
-    ShOk(ctl + "set t r f:c" + n + "=cli" + n);
-  }
+  WriteThroughThreeDoors();
   // What tail -f does on FUSE: stat for the size, read what is new.
   std::vector<std::string> lines = FollowLines(fd, 9);
   close(fd);
@@ -353,8 +361,7 @@ TEST_F(ApiMountTest, TabletctlWatchShowsWritesFromEveryDoorInOrder) {
   const std::string feed = Path(".changes/t");
   int fd = open(feed.c_str(), O_RDONLY);
   ASSERT_GE(fd, 0) << strerror(errno);
-  const std::string ctl =
-      std::string(TABLETFS_BIN_DIR) + "/tabletctl -d '" + datadir() + "' ";
+  const std::string ctl = Ctl();
   const std::string out = datadir() + ".watch", err = datadir() + ".err";
   // Outside the mount (a process in it would keep it busy), in the
   // background.
@@ -383,12 +390,7 @@ TEST_F(ApiMountTest, TabletctlWatchShowsWritesFromEveryDoorInOrder) {
     usleep(20000);
   }
   ASSERT_FALSE(slurp(out).empty()) << slurp(err);
-  for (int i = 0; i < 3; i++) {
-    const std::string n = std::to_string(i);
-    ShOk("printf mount" + n + " > t/r/f/m" + n);
-    ASSERT_TRUE(Set("t", "r", "f", "a" + n, "api" + n).ok());
-    ShOk(ctl + "set t r f:c" + n + "=cli" + n);
-  }
+  WriteThroughThreeDoors();
   ShOk("rm t/r/f/m0");
   ShOk(ctl + "deleterow t r");
   std::vector<std::string> watched;
@@ -424,8 +426,7 @@ TEST_F(ApiMountTest, TabletctlWatchShowsWritesFromEveryDoorInOrder) {
 // refused with the reason.
 TEST_F(ApiMountTest, TabletctlWorksOnALiveMount) {
   CreateTable("t", {"f"});
-  const std::string ctl =
-      std::string(TABLETFS_BIN_DIR) + "/tabletctl -d '" + datadir() + "' ";
+  const std::string ctl = Ctl();
   ShOk(ctl + "set t r1 f:a=1 f:b=2");
   const std::string offline = ShOk(ctl + "read t");
   Mount();

@@ -139,11 +139,11 @@ v2::Mutation ToMutation(const ChangeEvent& e) {
   return m;
 }
 
-// The version a set wrote: the event's, or (a large value) read by its
-// timestamp; empty when it is gone (deleted or collected before the stream
-// read it).
-std::string ValueOf(Bigtable* store, const ChangeEvent& e) {
-  if (e.value.has_value()) return *e.value;
+// The version a set wrote: the event's (moved out of it), or (a large
+// value) read by its timestamp; empty when it is gone (deleted or collected
+// before the stream read it).
+std::string ValueOf(Bigtable* store, ChangeEvent& e) {
+  if (e.value.has_value()) return std::move(*e.value);
   ReadOptions ro;
   ro.at = e.timestamp;
   ro.max_versions = 1;
@@ -335,7 +335,7 @@ grpc::Status DataService::ReadChangeStream(
     // every record still to come was read after it.
     const int64_t watermark = before;
     if (!from || read_at >= *from) {
-      for (const ChangeEvent& e : batch.events) {
+      for (ChangeEvent& e : batch.events) {
         const std::string value =
             e.kind == ChangeKind::kSetCell ? ValueOf(store, e) : "";
         if (!out.DataChange(e, value, CommitTimestamp(e, read_at), watermark)) {

@@ -1,7 +1,7 @@
 // LruCache: a thread-safe map with a capacity, evicting the least recently
-// used entries once the sum of the entries' charges exceeds it; and
-// ShardedLruCache, which spreads keys over 16 such caches by hash so that
-// threads seldom wait for one another.
+// used entries once the sum of the entries' charges exceeds it (the table
+// cache's and the value-file readers'; the block cache is its own,
+// store/table/block_cache.h).
 //
 // Values are copied out (V is meant to be a std::shared_ptr): an entry
 // evicted or erased while a caller still holds its value stays alive in that
@@ -12,7 +12,6 @@
 #ifndef TABLETFS_STORE_UTIL_LRU_CACHE_H_
 #define TABLETFS_STORE_UTIL_LRU_CACHE_H_
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -102,46 +101,6 @@ class LruCache {
   List lru_ GUARDED_BY(mu_);  // Most recently used first.
   std::unordered_map<K, typename List::iterator, Hash> map_ GUARDED_BY(mu_);
   size_t usage_ GUARDED_BY(mu_) = 0;
-};
-
-template <typename K, typename V, typename Hash = std::hash<K>>
-class ShardedLruCache {
- public:
-  static constexpr int kShards = 16;
-
-  // Each shard gets capacity / kShards (rounded up), so the total stays
-  // within capacity + kShards bytes.
-  explicit ShardedLruCache(size_t capacity) {
-    for (auto &shard : shards_) {
-      shard = std::make_unique<LruCache<K, V, Hash>>((capacity + kShards - 1) /
-                                                     kShards);
-    }
-  }
-
-  void Insert(const K &key, V value, size_t charge) {
-    Shard(key).Insert(key, std::move(value), charge);
-  }
-  std::optional<V> Lookup(const K &key) { return Shard(key).Lookup(key); }
-  void Erase(const K &key) { Shard(key).Erase(key); }
-  size_t usage() const {
-    size_t total = 0;
-    for (const auto &shard : shards_) total += shard->usage();
-    return total;
-  }
-  size_t size() const {
-    size_t total = 0;
-    for (const auto &shard : shards_) total += shard->size();
-    return total;
-  }
-
- private:
-  LruCache<K, V, Hash> &Shard(const K &key) {
-    // Mix the hash: std::hash of an integer is the identity.
-    uint64_t h = Hash()(key) * 0x9e3779b97f4a7c15ull;
-    return *shards_[(h >> 60) % kShards];
-  }
-
-  std::array<std::unique_ptr<LruCache<K, V, Hash>>, kShards> shards_;
 };
 
 }  // namespace tabletfs

@@ -9,26 +9,61 @@ namespace tabletfs {
 CellCursor::CellCursor(std::unique_ptr<Iterator> iter,
                        std::shared_ptr<const TableState> table,
                        CursorOptions options)
-    : iter_(std::move(iter)),
-      table_(std::move(table)),
-      options_(std::move(options)) {
-  if (!options_.families.empty() || !options_.columns.empty()) {
-    filter_all_ = false;
-    for (const std::string& f : options_.families) {
-      const FamilyState* fs = table_->FindFamily(f);
-      if (fs != nullptr) filter_[fs->id] = std::nullopt;
-    }
-    for (const Column& c : options_.columns) {
-      const FamilyState* fs = table_->FindFamily(c.family);
-      if (fs == nullptr) continue;
-      auto it = filter_.find(fs->id);
-      if (it == filter_.end()) {
-        filter_[fs->id] = std::set<std::string>{c.qualifier};
-      } else if (it->second.has_value()) {
-        it->second->insert(c.qualifier);
-      }
+    : options_(std::move(options)) {
+  Reset(std::move(iter), std::move(table));
+}
+
+void CellCursor::Reset(std::unique_ptr<Iterator> iter,
+                       std::shared_ptr<const TableState> table) {
+  iter_ = std::move(iter);
+  table_ = std::move(table);
+  filter_.clear();
+  filter_all_ = options_.families.empty() && options_.columns.empty();
+  for (const std::string& f : options_.families) {
+    const FamilyState* fs = table_->FindFamily(f);
+    if (fs != nullptr) filter_[fs->id] = std::nullopt;
+  }
+  for (const Column& c : options_.columns) {
+    const FamilyState* fs = table_->FindFamily(c.family);
+    if (fs == nullptr) continue;
+    auto it = filter_.find(fs->id);
+    if (it == filter_.end()) {
+      filter_[fs->id] = std::set<std::string>{c.qualifier};
+    } else if (it->second.has_value()) {
+      it->second->insert(c.qualifier);
     }
   }
+  valid_ = false;
+  status_ = Status::OK();
+  row_prefix_.clear();
+  row_.clear();
+  row_del_ = 0;
+  in_family_ = false;
+  family_id_ = 0;
+  family_ = nullptr;
+  family_all_columns_ = true;
+  family_del_ = 0;
+  in_cell_ = false;
+  cell_prefix_.clear();
+  qualifier_.clear();
+  cell_del_ = 0;
+  ranks_.clear();
+  emitted_ = 0;
+  have_last_ts_ = false;
+  last_ts_ = 0;
+  has_target_ = false;
+  target_row_prefix_.clear();
+  target_family_ = 0;
+  target_qualifier_.clear();
+  timestamp_ = 0;
+  kind_ = EntryKind::kPut;
+}
+
+void CellCursor::Release() {
+  iter_.reset();
+  table_.reset();
+  family_ = nullptr;
+  valid_ = false;
 }
 
 bool CellCursor::FamilyWanted(uint32_t fid, bool* all_columns) const {

@@ -51,8 +51,20 @@ class CellCursor {
   // `iter` iterates internal keys (it may hold other tables too).
   CellCursor(std::unique_ptr<Iterator> iter,
              std::shared_ptr<const TableState> table, CursorOptions options);
+  // An idle cursor, for Reset.
+  CellCursor() = default;
   CellCursor(const CellCursor&) = delete;
   CellCursor& operator=(const CellCursor&) = delete;
+
+  // Starts a new read over `iter` with the options in *mutable_options()
+  // (set them first, in place): as constructing a new cursor, but the
+  // strings the cursor keeps keep their capacity, so a point read that
+  // reuses one allocates none of them (DBImpl's point reads do).
+  void Reset(std::unique_ptr<Iterator> iter,
+             std::shared_ptr<const TableState> table);
+  CursorOptions* mutable_options() { return &options_; }
+  // Drops the iterator and the table, and what they pin: the cursor is idle.
+  void Release();
 
   void SeekToFirst();
   // First visible version at or after (row, family, qualifier); an empty or

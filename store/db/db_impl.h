@@ -197,14 +197,15 @@ class DBImpl final : public DB {
                                         std::string start_row,
                                         std::string end_row,
                                         std::string prefix);
-  // A cursor for a point read of `row` (ReadRow, ReadCell): over the
+  // Starts *cursor on a point read of `row` (ReadRow, ReadCell): over the
   // memtables and only the files that may hold the row (Bloom keys
-  // row_prefix, then one of cell_keys when not empty), ending at stop_key.
-  // use_filter: apply options.families / columns.
-  std::unique_ptr<CellCursor> NewPointCursor(
-      const ReadState& state, const ReadOptions& options, std::string_view row,
-      std::string_view row_prefix, std::span<const std::string_view> cell_keys,
-      std::string stop_key, bool use_filter);
+  // row_prefix, then one of cell_keys when not empty), ending at the
+  // stop_key the caller set in cursor->mutable_options(). use_filter:
+  // apply options.families / columns.
+  void StartPointCursor(const ReadState& state, const ReadOptions& options,
+                        std::string_view row, std::string_view row_prefix,
+                        std::span<const std::string_view> cell_keys,
+                        bool use_filter, CellCursor* cursor);
   // An iterator over the memtables and files of one tablet (not clipped).
   std::unique_ptr<Iterator> NewTabletIterator(const TabletView& view);
   static uint64_t ValueRefSize(std::string_view ref);

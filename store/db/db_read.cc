@@ -249,10 +249,57 @@ void AddPointFileIterators(TableCache* cache, const Version& version,
 
 }  // namespace
 
-std::unique_ptr<CellCursor> DBImpl::NewPointCursor(
-    const ReadState& state, const ReadOptions& options, std::string_view row,
-    std::string_view row_prefix, std::span<const std::string_view> cell_keys,
-    std::string stop_key, bool use_filter) {
+namespace {
+
+// What a point read reuses from the previous one on its thread: the cursor
+// and the keys keep their capacity, so a read allocates only its iterators
+// and its result (a read of a 16-byte row made 30 allocations, 18 of them
+// these strings: docs/BENCHMARKS.md, "a point read's allocations").
+struct PointScratch {
+  CellCursor cursor;
+  std::string cell_key;    // the cell's (or the row's) Bloom key
+  std::string row_marker;  // the row marker's Bloom key
+};
+
+// The thread's scratch for one read, or a scratch of its own when the
+// thread's is in use (a read made while another's cursor is open).
+class PointScratchLease {
+ public:
+  PointScratchLease() {
+    if (!thread_in_use_) {
+      thread_in_use_ = true;
+      scratch_ = &thread_scratch_;
+    } else {
+      own_ = std::make_unique<PointScratch>();
+      scratch_ = own_.get();
+    }
+  }
+  ~PointScratchLease() {
+    scratch_->cursor.Release();  // unpins the memtables and files
+    if (own_ == nullptr) thread_in_use_ = false;
+  }
+  PointScratchLease(const PointScratchLease&) = delete;
+  PointScratchLease& operator=(const PointScratchLease&) = delete;
+
+  PointScratch& operator*() const { return *scratch_; }
+
+ private:
+  static thread_local PointScratch thread_scratch_;
+  static thread_local bool thread_in_use_;
+  PointScratch* scratch_;
+  std::unique_ptr<PointScratch> own_;
+};
+
+thread_local PointScratch PointScratchLease::thread_scratch_;
+thread_local bool PointScratchLease::thread_in_use_ = false;
+
+}  // namespace
+
+void DBImpl::StartPointCursor(const ReadState& state,
+                              const ReadOptions& options, std::string_view row,
+                              std::string_view row_prefix,
+                              std::span<const std::string_view> cell_keys,
+                              bool use_filter, CellCursor* cursor) {
   stat_point_reads_.fetch_add(1, std::memory_order_relaxed);
   // The row lies in one tablet (PinReadState with one_row).
   const TabletView& view = state.tablets.front();
@@ -261,7 +308,7 @@ std::unique_ptr<CellCursor> DBImpl::NewPointCursor(
   for (const auto& m : view.mems) children.push_back(MemTable::NewIterator(m));
   AddPointFileIterators(table_cache_.get(), *view.version, row_prefix,
                         cell_keys, &stat_bloom_useful_, &children);
-  CursorOptions co;
+  CursorOptions& co = *cursor->mutable_options();
   co.view_seq = state.view_seq;
   co.epoch_view_seq = state.epoch_view;
   co.now_micros = env_->NowMicros();
@@ -270,14 +317,15 @@ std::unique_ptr<CellCursor> DBImpl::NewPointCursor(
   if (use_filter) {
     co.families = options.families;
     co.columns = options.columns;
+  } else {
+    co.families.clear();
+    co.columns.clear();
   }
   co.start_row.assign(row);
-  co.end_row.reserve(row.size() + 1);
   co.end_row.assign(row);
   co.end_row.push_back('\0');  // the first row after `row`
-  co.stop_key = std::move(stop_key);
-  return std::make_unique<CellCursor>(NewMergingIterator(std::move(children)),
-                                      state.table, std::move(co));
+  co.prefix.clear();
+  cursor->Reset(NewMergingIterator(std::move(children)), state.table);
 }
 
 Result<Row> DBImpl::ReadRow(std::string_view table, std::string_view row,
@@ -285,11 +333,15 @@ Result<Row> DBImpl::ReadRow(std::string_view table, std::string_view row,
   TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
   TABLETFS_ASSIGN_OR_RETURN(ReadState state,
                             PinReadState(table, options, row, {}, true));
-  std::string row_prefix = RowPrefix(state.table->id, row);
-  std::string stop = row_prefix;
-  stop.push_back('\x03');  // after every key of the row
-  auto cursor = NewPointCursor(state, options, row, row_prefix, {},
-                               std::move(stop), /*use_filter=*/true);
+  PointScratchLease scratch;
+  std::string& row_prefix = (*scratch).cell_key;
+  row_prefix.clear();
+  AppendRowPrefix(&row_prefix, state.table->id, row);
+  CellCursor* cursor = &(*scratch).cursor;
+  std::string& stop = cursor->mutable_options()->stop_key;
+  stop.assign(row_prefix).push_back('\x03');  // after every key of the row
+  StartPointCursor(state, options, row, row_prefix, {}, /*use_filter=*/true,
+                   cursor);
   Row out;
   out.key = std::string(row);
   for (cursor->Seek(row); cursor->Valid(); cursor->Next()) {
@@ -321,25 +373,25 @@ Result<std::vector<Cell>> DBImpl::ReadCell(std::string_view table,
   // A file matters when it may hold the cell or a row / family marker of
   // the row (their own Bloom keys, see store/doc/key_format.md). The cell
   // prefix begins with the family prefix, which begins with the row
-  // prefix: one string holds all three (a point read is a few allocations
-  // in all, and these were a third of them).
-  const std::string cell_key =
-      CellPrefix(state.table->id, row, fs->id, qualifier);
+  // prefix: one string holds all three.
+  PointScratchLease scratch;
+  std::string& cell_key = (*scratch).cell_key;
+  cell_key.clear();
+  AppendCellPrefix(&cell_key, state.table->id, row, fs->id, qualifier);
   const std::string_view cell_prefix = cell_key;
   const std::string_view row_prefix =
       cell_prefix.substr(0, 4 + EscapedSize(row));
-  std::string row_marker;
-  row_marker.reserve(row_prefix.size() + 1);
-  row_marker.append(row_prefix).push_back('\x01');
+  std::string& row_marker = (*scratch).row_marker;
+  row_marker.assign(row_prefix).push_back('\x01');
   const std::string_view bloom_keys[] = {
       cell_prefix, row_marker, cell_prefix.substr(0, row_prefix.size() + 5)};
-  std::string stop;
-  stop.reserve(cell_prefix.size() + 1);
-  stop.append(cell_prefix).push_back('\x03');  // after every key of the cell
+  CellCursor* cursor = &(*scratch).cursor;
+  std::string& stop = cursor->mutable_options()->stop_key;
+  stop.assign(cell_prefix).push_back('\x03');  // after every key of the cell
   // No family / column filter: Seek goes straight to the cell (past the
   // row's and the family's markers) and stop ends the read after it.
-  auto cursor = NewPointCursor(state, options, row, row_prefix, bloom_keys,
-                               std::move(stop), /*use_filter=*/false);
+  StartPointCursor(state, options, row, row_prefix, bloom_keys,
+                   /*use_filter=*/false, cursor);
   std::vector<Cell> out;
   for (cursor->Seek(row, family, qualifier);
        cursor->Valid() && cursor->family_id() == fs->id &&

@@ -73,8 +73,6 @@ void UnescapeTo(std::string_view enc, std::string* out) {
   ConsumeEscaped(&enc, out);
 }
 
-namespace {
-
 // The prefixes, appended to a key whose caller reserved room for all of it
 // (one allocation per key: keys are built for every write).
 void AppendRowPrefix(std::string* k, uint32_t table_id, std::string_view row) {
@@ -95,6 +93,8 @@ void AppendCellPrefix(std::string* k, uint32_t table_id, std::string_view row,
   k->push_back(kSectionChild);
   AppendEscaped(k, qualifier);
 }
+
+namespace {
 
 // Room for a key of `row` and `qualifier` and everything around them
 // (prefix, section bytes, timestamp, trailer), unless they hold zero bytes.

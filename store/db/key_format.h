@@ -53,6 +53,12 @@ std::string FamilyPrefix(uint32_t table_id, std::string_view row,
 // FamilyPrefix + 0x02 + enc(qualifier): the Bloom key of a cell.
 std::string CellPrefix(uint32_t table_id, std::string_view row,
                        uint32_t family_id, std::string_view qualifier);
+// The same three, appended to *k (whose capacity a caller may reuse).
+void AppendRowPrefix(std::string* k, uint32_t table_id, std::string_view row);
+void AppendFamilyPrefix(std::string* k, uint32_t table_id, std::string_view row,
+                        uint32_t family_id);
+void AppendCellPrefix(std::string* k, uint32_t table_id, std::string_view row,
+                      uint32_t family_id, std::string_view qualifier);
 
 // Full keys.
 std::string RowMarkerKey(uint32_t table_id, std::string_view row, uint64_t seq);

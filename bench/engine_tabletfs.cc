@@ -136,6 +136,7 @@ class TabletfsEngine : public Engine {
                     ";stalls=" + std::to_string(stats.write_stalls) +
                     ";delays=" + std::to_string(stats.write_delays) +
                     ";point_reads=" + std::to_string(stats.point_reads) +
+                    ";bloom_useful=" + std::to_string(stats.bloom_useful) +
                     ";table_block_reads=" +
                     std::to_string(stats.table_block_reads) +
                     ";table_read_bytes=" +

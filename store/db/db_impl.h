@@ -239,6 +239,16 @@ class DBImpl final : public DB {
     uint64_t seq = 0;
     int64_t ts = 0;
     bool sync = false;
+
+    // Empty again; the vectors keep their capacity.
+    void Clear() {
+      entries.clear();
+      writes.clear();
+      mems.clear();
+      seq = 0;
+      ts = 0;
+      sync = false;
+    }
   };
   // NotFound, InvalidArgument or NoSpace for a write that can be refused
   // before it queues; *reclaim as CheckSpace.
@@ -248,10 +258,11 @@ class DBImpl final : public DB {
   // Commits the group at the front of writers_, led by `self`, and marks
   // its writers done.
   void LeadGroup(Writer* self) REQUIRES(mu_);
-  // The writers at the front of writers_ that one log record takes (up to
-  // kMaxGroupBytes, never a sync or flush request); *group_bytes their
-  // size.
-  std::vector<Writer*> TakeGroup(size_t* group_bytes) REQUIRES(mu_);
+  // Into *group: the writers at the front of writers_ that one log record
+  // takes (up to kMaxGroupBytes, never a sync or flush request);
+  // *group_bytes their size.
+  void TakeGroup(std::vector<Writer*>* group, size_t* group_bytes)
+      REQUIRES(mu_);
   // Revalidates each writer, assigns timestamps and sequence numbers, and
   // builds the routed entries into *batch.
   void PrepareGroup(const std::vector<Writer*>& group, GroupBatch* batch)

@@ -304,10 +304,14 @@ void DBImpl::LeadGroup(Writer* self) {
   Status status = bg_error_;
   if (status.ok()) status = MakeRoomForWrite();
   while (writers_quiesced_) Await(&fill_cv_);
+  // The group and its batch are the leading thread's, kept from its last
+  // group (a thread leads one group at a time): their vectors keep their
+  // capacity, so a write allocates none of them.
+  thread_local std::vector<Writer*> group;
+  thread_local GroupBatch batch;
   size_t group_bytes = 0;
-  std::vector<Writer*> group = TakeGroup(&group_bytes);
+  TakeGroup(&group, &group_bytes);
   if (status.ok()) {
-    GroupBatch batch;
     PrepareGroup(group, &batch);
     if (!batch.entries.empty()) {
       status = CommitGroup(group, group_bytes, &batch);
@@ -321,21 +325,22 @@ void DBImpl::LeadGroup(Writer* self) {
     bg_cv_.Signal();
   }
   FinishGroup(group, status, self);
+  group.clear();
+  batch.Clear();  // unpins the memtables
 }
 
-std::vector<DBImpl::Writer*> DBImpl::TakeGroup(size_t* group_bytes) {
-  std::vector<Writer*> group;
+void DBImpl::TakeGroup(std::vector<Writer*>* group, size_t* group_bytes) {
+  group->clear();
   *group_bytes = 0;
   for (Writer* x : writers_) {
     if (x->mutation == nullptr) break;  // a Flush request: handled alone
-    if (!group.empty() &&
+    if (!group->empty() &&
         *group_bytes + x->mutation->ByteSize() > kMaxGroupBytes) {
       break;
     }
-    group.push_back(x);
+    group->push_back(x);
     *group_bytes += x->mutation->ByteSize();
   }
-  return group;
 }
 
 MemTable* DBImpl::RouteEntry(uint32_t table_id, std::string_view key,
@@ -377,14 +382,18 @@ void DBImpl::PrepareGroup(const std::vector<Writer*>& group,
     }
     batch->sync = batch->sync || x->sync;
     const std::string& row = x->mutation->row();
-    MemTable* mem = RouteEntry(t.id, RowPrefix(t.id, row), batch);
     const size_t first_entry = batch->entries.size();
     for (const RowMutation::Op& op : x->mutation->ops()) {
       AppendOpEntry(t, row, op, ++batch->seq, x->timestamp, &batch->entries);
     }
-    for (size_t i = first_entry; i < batch->entries.size(); ++i) {
-      batch->entries[i].mem = mem;
-      batch->entries[i].table_id = t.id;
+    if (batch->entries.size() > first_entry) {
+      // Routed by its first key: every key of the row lies in the tablet
+      // that holds the row's prefix (tablets split between rows).
+      MemTable* mem = RouteEntry(t.id, batch->entries[first_entry].key, batch);
+      for (size_t i = first_entry; i < batch->entries.size(); ++i) {
+        batch->entries[i].mem = mem;
+        batch->entries[i].table_id = t.id;
+      }
     }
     batch->writes.push_back(
         {static_cast<uint32_t>(batch->entries.size() - first_entry),

@@ -83,7 +83,7 @@ class AbuseTest : public MountFixture {
 
   std::string At() {
     // A time after every write so far: the view shows them all.
-    return ".at/" + std::to_string(time(nullptr) + 1) + "000000";
+    return ".at/" + std::to_string(MicrosAfterEveryWrite());
   }
 
   void TearDown() override {

@@ -1239,8 +1239,8 @@ TEST_F(OpenCellsTest, WritableMappingsUnderAtAreRefused) {
   CreateTable("t", {"f"});
   Mount();
   ShOk("mkdir -p t/r/f && printf 0123456789 > t/r/f/m");
-  const std::string at = Path(".at/" + std::to_string(time(nullptr) + 1) +
-                              "000000/t/r/f/m");
+  const std::string at =
+      Path(".at/" + std::to_string(MicrosAfterEveryWrite()) + "/t/r/f/m");
   for (int flags : {O_RDWR, O_WRONLY, O_RDWR | O_TRUNC}) {
     errno = 0;
     EXPECT_EQ(open(at.c_str(), flags), -1) << flags;

@@ -354,8 +354,7 @@ TEST_P(RemoteMountTest, TwoMountsOfOneServerSeeEachOthersWrites) {
   // A new version in this mount, the same size as the old one.
   ShOk("printf two > t/r/f/q && printf new > t/r/f/p");
   const auto written = std::chrono::steady_clock::now();
-  const int64_t after_write =
-      (static_cast<int64_t>(time(nullptr)) + 1) * 1000000;
+  const int64_t after_write = MicrosAfterEveryWrite();
   // At once in the other: .versions, Q@T of the new version, .at/T/.
   std::string versions;
   ASSERT_EQ(

@@ -64,6 +64,13 @@ int RunProgram(const std::vector<std::string>& argv) {
 
 }  // namespace
 
+int64_t MicrosAfterEveryWrite() {
+  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  return (now / 1000000 + 2) * 1000000;
+}
+
 std::string TabletfsBinary() {
   return std::string(TABLETFS_BIN_DIR) + "/tabletfs";
 }

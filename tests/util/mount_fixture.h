@@ -34,6 +34,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -174,6 +175,13 @@ class MountFixture : public ::testing::Test {
 
 // The daemon binary the tests run.
 std::string TabletfsBinary();
+
+// A time in microseconds after every write made so far (the next whole
+// second, plus one): the T of an `.at/T` that shows them all. From the
+// precise clock: time(2) reads the kernel's coarse clock, which lags by up
+// to a tick, so a write stamped just after a second turned could sort
+// after a T built from it.
+int64_t MicrosAfterEveryWrite();
 
 // Runs `Fixture`'s TEST_Ps over the store of the test's parameter.
 template <class Fixture>

@@ -99,6 +99,8 @@ class KeyBuffer {
 
 class BlockIterator final : public Iterator {
  public:
+  static constexpr uint32_t kPrefetchRestarts = 32;
+
   explicit BlockIterator(std::shared_ptr<const Block> block)
       : block_(std::move(block)),
         data_(block_->contents_.data.get()),
@@ -134,6 +136,16 @@ class BlockIterator final : public Iterator {
     // scan forward from it.
     uint32_t left = 0;
     uint32_t right = block_->num_restarts_ - 1;
+    if (right < kPrefetchRestarts) {
+      // A data block not read lately is cold: each restart key the search
+      // reads would be a cache miss after the one before. Asked for
+      // together, the misses overlap (a data block has about 8 restarts;
+      // an index block has too many to fetch them all).
+      for (uint32_t i = 0; i <= right; ++i) {
+        const uint32_t offset = RestartPoint(i);
+        if (offset < limit_) __builtin_prefetch(data_ + offset);
+      }
+    }
     while (left < right) {
       uint32_t mid = (left + right + 1) / 2;
       std::string_view mid_key;

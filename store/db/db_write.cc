@@ -15,6 +15,8 @@ namespace tabletfs {
 namespace {
 
 constexpr size_t kMaxGroupBytes = 1 << 20;
+// The entries a thread's group batch keeps room for between groups.
+constexpr size_t kKeptGroupEntries = 4096;
 
 bool AddsData(const RowMutation& m) {
   for (const RowMutation::Op& op : m.ops()) {
@@ -327,6 +329,11 @@ void DBImpl::LeadGroup(Writer* self) {
   FinishGroup(group, status, self);
   group.clear();
   batch.Clear();  // unpins the memtables
+  if (batch.entries.capacity() > kKeptGroupEntries) {
+    // A group of many small operations (up to kMaxGroupBytes of row
+    // deletes: ~100,000 entries) would keep megabytes per thread.
+    std::vector<GroupEntry>().swap(batch.entries);
+  }
 }
 
 void DBImpl::TakeGroup(std::vector<Writer*>* group, size_t* group_bytes) {

@@ -142,8 +142,7 @@ class BlockIterator final : public Iterator {
       // together, the misses overlap (a data block has about 8 restarts;
       // an index block has too many to fetch them all).
       for (uint32_t i = 0; i <= right; ++i) {
-        const uint32_t offset = RestartPoint(i);
-        if (offset < limit_) __builtin_prefetch(data_ + offset);
+        __builtin_prefetch(data_ + RestartPoint(i));  // never faults
       }
     }
     while (left < right) {

@@ -9,7 +9,7 @@
 
 namespace tabletfs {
 
-Block::Block(BlockContents contents, std::string context,
+Block::Block(CreateKey, BlockContents contents, std::string context,
              uint32_t restart_offset, uint32_t num_restarts)
     : contents_(std::move(contents)),
       context_(std::move(context)),
@@ -52,8 +52,9 @@ Result<std::shared_ptr<const Block>> Block::Create(BlockContents block,
                                 "bad restart point " + std::to_string(i));
     }
   }
-  return std::shared_ptr<const Block>(new Block(
-      std::move(block), std::move(context), restart_offset, num_restarts));
+  return std::make_shared<const Block>(CreateKey(), std::move(block),
+                                       std::move(context), restart_offset,
+                                       num_restarts);
 }
 
 // Entries are parsed lazily as the iterator moves; every length is checked

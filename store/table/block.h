@@ -33,6 +33,19 @@ class Block {
   Block(const Block &) = delete;
   Block &operator=(const Block &) = delete;
 
+ private:
+  // Only Create makes blocks. std::make_shared (one allocation for a block
+  // and its reference counts, where new and shared_ptr took two: a cache
+  // miss makes a block) needs a public constructor; this key, private,
+  // keeps it Create's.
+  struct CreateKey {
+    explicit CreateKey() = default;
+  };
+
+ public:
+  Block(CreateKey, BlockContents contents, std::string context,
+        uint32_t restart_offset, uint32_t num_restarts);
+
   // Bytes held (the cache's charge).
   size_t size() const { return contents_.size; }
   const std::string &context() const { return context_; }
@@ -45,8 +58,6 @@ class Block {
 
  private:
   friend class BlockIterator;
-  Block(BlockContents contents, std::string context, uint32_t restart_offset,
-        uint32_t num_restarts);
 
   const BlockContents contents_;
   const std::string context_;

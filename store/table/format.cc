@@ -16,14 +16,14 @@ namespace {
 // 255 bytes it produces); 256 leaves room for the fixed overheads.
 constexpr uint64_t kLz4MaxExpansion = 256;
 
+}  // namespace
+
 std::string BlockContext(std::string_view file_name, uint64_t offset) {
   std::string s(file_name);
   s += ": block at offset ";
   s += std::to_string(offset);
   return s;
 }
-
-}  // namespace
 
 void BlockHandle::EncodeTo(std::string* dst) const {
   PutVarint64(dst, offset);

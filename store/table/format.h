@@ -89,6 +89,9 @@ struct BlockContents {
   std::string_view view() const { return {data.get(), size}; }
 };
 
+// "<file>: block at offset N", the context of every message about a block.
+std::string BlockContext(std::string_view file_name, uint64_t offset);
+
 // Reads the block at `handle` of a table in `format_version`, verifies its
 // checksum and decompresses it. Corruption names the file and the block offset:
 // "<file>: block at offset N: checksum mismatch". A file that returns its

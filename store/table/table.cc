@@ -10,10 +10,6 @@ namespace tabletfs {
 
 namespace {
 
-std::string BlockContext(std::string_view file_name, uint64_t offset) {
-  return std::string(file_name) + ": block at offset " + std::to_string(offset);
-}
-
 // A handle from the footer or the index must lie before `limit` (the
 // footer), so a damaged handle never sends a read past the table.
 Status CheckHandle(const BlockHandle& handle, uint64_t limit,

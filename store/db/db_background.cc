@@ -637,6 +637,22 @@ TableOptions DBImpl::MakeTableOptions() {
   // See store/doc/key_format.md "Bloom filter keys": markers add keys of
   // their own so a cell read can tell whether a file may hold a marker
   // covering the cell.
+  // Between two rows, the index key is the next row's prefix: about 20
+  // bytes where a whole internal key is 50 and more, so the index a read
+  // searches is about half the size. It lies after the block's last key
+  // and before the next block's first (the row prefix encoding is
+  // prefix-free), and is still a row prefix for the split and sample rows
+  // taken from indexes (SplitTablet, SampleRowKeys). Inside a row: the
+  // block's last key.
+  to.index_separator = [](std::string_view last_of_block,
+                          std::string_view first_of_next) {
+    const std::string_view next_row = RowPrefixView(first_of_next);
+    if (next_row.size() < first_of_next.size() &&
+        RowPrefixView(last_of_block) < next_row) {
+      return std::string(next_row);
+    }
+    return std::string(last_of_block);
+  };
   to.filter_keys = [](std::string_view key,
                       std::vector<std::string_view>* out) {
     ParsedKey p;

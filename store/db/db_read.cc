@@ -172,16 +172,6 @@ std::unique_ptr<CellCursor> DBImpl::NewCursor(const ReadState& state,
 
 namespace {
 
-// The row prefix of an internal key (the whole key when its row part is
-// malformed), without copying it, and without parsing the rest of the key:
-// a point read asks this of two keys per candidate file.
-std::string_view RowPrefixView(std::string_view key) {
-  if (key.size() < 4) return key;
-  std::string_view rest = key.substr(4);
-  if (!ConsumeEscaped(&rest, nullptr)) return key;
-  return key.substr(0, key.size() - rest.size());
-}
-
 // The file iterators of a point read of one row (LevelDB's Version::Get):
 // only files whose rows include it, at most one per level >= 1 (found by
 // binary search, levels >= 1 being sorted and disjoint by row), and only

@@ -13,11 +13,6 @@ namespace tabletfs {
 
 namespace {
 
-std::string_view RowPrefixView(std::string_view key) {
-  ParsedKey p;
-  return ParseInternalKey(key, &p) ? p.row_prefix : key;
-}
-
 // The row of a row prefix (be32 table id + enc(row)); empty when malformed.
 std::string RowOfPrefix(std::string_view row_prefix) {
   std::string row;

@@ -240,6 +240,13 @@ bool ParseInternalKey(std::string_view key, ParsedKey* out) {
          out->kind == EntryKind::kPutValueRef;
 }
 
+std::string_view RowPrefixView(std::string_view key) {
+  if (key.size() < 4) return key;
+  std::string_view rest = key.substr(4);
+  if (!ConsumeEscaped(&rest, nullptr)) return key;
+  return key.substr(0, key.size() - rest.size());
+}
+
 bool BloomPrefixes(std::string_view key, std::string_view* row_prefix,
                    std::string_view* cell_prefix) {
   ParsedKey p;

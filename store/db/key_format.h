@@ -94,6 +94,12 @@ struct ParsedKey {
 // False when `key` is not a well-formed internal key.
 bool ParseInternalKey(std::string_view key, ParsedKey* out);
 
+// The row prefix of an internal key (be32 table id + enc(row)), without
+// copying it and without parsing the rest of the key; the whole key when
+// its row part is malformed (so a key that is only a row prefix, as an
+// index separator, is its own).
+std::string_view RowPrefixView(std::string_view key);
+
 // The row / cell prefix of any key (for Bloom filters): `row_prefix` always,
 // `cell_prefix` empty unless the key is a cell marker or version.
 bool BloomPrefixes(std::string_view key, std::string_view* row_prefix,

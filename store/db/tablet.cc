@@ -8,15 +8,6 @@
 
 namespace tabletfs {
 
-namespace {
-
-std::string_view RowPrefixView(std::string_view key) {
-  ParsedKey p;
-  return ParseInternalKey(key, &p) ? p.row_prefix : key;
-}
-
-}  // namespace
-
 std::string TableLowKey(uint32_t table_id) {
   std::string key;
   PutBigEndian32(&key, table_id);

@@ -27,6 +27,16 @@ void TableBuilder::Add(std::string_view key, std::string_view value) {
   assert(num_entries_ == 0 || key > std::string_view(largest_key_));
   if (!status_.ok()) return;
   if (num_entries_ == 0) smallest_key_.assign(key);
+  if (pending_index_.has_value()) {
+    // largest_key_ is still the last key of the block written last.
+    if (options_.index_separator) {
+      const std::string separator = options_.index_separator(largest_key_, key);
+      assert(std::string_view(separator) < key);
+      AddIndexEntry(separator);
+    } else {
+      AddIndexEntry(largest_key_);
+    }
+  }
   if (data_block_.empty()) first_key_of_block_.assign(key);
   if (options_.bloom_bits_per_key > 0) {
     if (options_.filter_keys) {
@@ -53,12 +63,20 @@ void TableBuilder::FlushDataBlock() {
   BlockHandle handle;
   WriteBlock(data_block_.Finish(), compression, &handle);
   if (!status_.ok()) return;
-  // The index maps the last key of each block to it: the first block whose
-  // last key is >= a target is the only one that can hold the target.
-  std::string encoded;
-  handle.EncodeTo(&encoded);
-  index_block_.Add(data_block_.last_key(), encoded);
+  // The index maps a key between each block's last key and the next
+  // block's first to the block: the first block whose index key is >= a
+  // target is the only one that can hold the target. The entry waits for
+  // the next block's first key (Add) or the table's end (Finish).
+  pending_index_ = handle;
   data_block_.Reset();
+}
+
+void TableBuilder::AddIndexEntry(std::string_view index_key) {
+  assert(index_key >= std::string_view(largest_key_));
+  std::string encoded;
+  pending_index_->EncodeTo(&encoded);
+  index_block_.Add(index_key, encoded);
+  pending_index_.reset();
 }
 
 void TableBuilder::WriteBlock(std::string_view contents,
@@ -74,6 +92,9 @@ void TableBuilder::WriteBlock(std::string_view contents,
 Status TableBuilder::Finish() {
   assert(!closed_);
   FlushDataBlock();
+  if (pending_index_.has_value() && status_.ok()) {
+    AddIndexEntry(largest_key_);
+  }
   closed_ = true;
   Footer footer;
   footer.format_version = options_.format_version;

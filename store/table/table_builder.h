@@ -10,6 +10,7 @@
 #define TABLETFS_STORE_TABLE_TABLE_BUILDER_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -52,6 +53,8 @@ class TableBuilder {
 
  private:
   void FlushDataBlock();
+  // Adds the pending block's index entry under `index_key`.
+  void AddIndexEntry(std::string_view index_key);
   // Encodes `contents` with `compression`, appends it and its trailer, and
   // records where it went in *handle.
   void WriteBlock(std::string_view contents, Compression compression,
@@ -64,6 +67,9 @@ class TableBuilder {
   BlockBuilder data_block_;
   BlockBuilder index_block_;
   BloomFilterBuilder filter_;
+  // The handle of the block written last, whose index entry waits for the
+  // next block's first key (TableOptions::index_separator), or none.
+  std::optional<BlockHandle> pending_index_;
   std::string first_key_of_block_;
   std::string smallest_key_;
   std::string largest_key_;

@@ -46,6 +46,13 @@ struct TableOptions {
   std::function<void(std::string_view key,
                      std::vector<std::string_view> *filter_keys)>
       filter_keys;
+  // An index key for the boundary between two data blocks: a key k with
+  // last_of_block <= k < first_of_next (a short one keeps the index small,
+  // and the index is searched on every read). nullptr: last_of_block.
+  // The last block's key is always its last key.
+  std::function<std::string(std::string_view last_of_block,
+                            std::string_view first_of_next)>
+      index_separator;
   // The compression of the data block starting with first_key_of_block.
   // nullptr: none. lz4 is used only when it saves at least 1/8 of the block.
   std::function<Compression(std::string_view first_key_of_block)> compression;

@@ -151,6 +151,56 @@ INSTANTIATE_TEST_SUITE_P(Compression, TableRoundTripTest,
                                            RoundTripParam{true, true},
                                            RoundTripParam{true, false}));
 
+TEST(TableTest, IndexSeparatorsKeepEverySeekRight) {
+  // Keys "rowNNNNNN/fam:qK": between two rows the index takes the next
+  // row's "rowNNNNNN" (a prefix of the next block's first key, after the
+  // block's last), inside a row the block's last key.
+  TableOptions options = SmallBlocks();
+  options.index_separator = [](std::string_view last, std::string_view next) {
+    const std::string_view next_row = next.substr(0, 9);
+    return last.substr(0, 9) < next_row ? std::string(next_row)
+                                        : std::string(last);
+  };
+  KV kv = MakeData(500, false);
+  auto table = OpenTable(options, BuildTable(options, kv));
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  const std::vector<std::string> index = (*table)->IndexKeys();
+  ASSERT_GT(index.size(), 20u);
+  // Blocks of 1 KiB hold one or two rows of ~630 bytes: about a third end
+  // between rows.
+  size_t separators = 0;
+  for (const std::string& k : index) {
+    if (k.size() == 9) {
+      ++separators;
+    } else {
+      EXPECT_TRUE(kv.count(k)) << k;  // a block's last key
+    }
+  }
+  EXPECT_GT(separators, index.size() / 4);
+  EXPECT_EQ(index.back(), kv.rbegin()->first);  // the last block: its key
+
+  Status s;
+  EXPECT_EQ(ReadAll(**table, &s), kv);
+  auto it = (*table)->NewIterator();
+  for (const auto& [k, v] : kv) {
+    it->Seek(k);
+    ASSERT_TRUE(it->Valid()) << k;
+    EXPECT_EQ(it->key(), k);
+  }
+  // A target between two keys (after a row's last key, before the next
+  // row): the next key, across a block boundary too.
+  for (auto next = std::next(kv.begin()); next != kv.end(); ++next) {
+    const std::string between = std::prev(next)->first + "~";
+    if (between >= next->first) continue;
+    it->Seek(between);
+    ASSERT_TRUE(it->Valid()) << between;
+    EXPECT_EQ(it->key(), next->first) << between;
+  }
+  it->Seek(kv.rbegin()->first + "~");
+  EXPECT_FALSE(it->Valid());
+  EXPECT_TRUE(it->status().ok());
+}
+
 TEST(TableTest, CompressionChosenPerBlock) {
   TableOptions options = SmallBlocks();
   // Only the second half of the rows asks for lz4.

@@ -634,25 +634,34 @@ TableOptions DBImpl::MakeTableOptions() {
   to.bloom_bits_per_key = options_.bloom_bits_per_key;
   to.block_cache = block_cache_.get();
   to.read_counters = &table_reads_;
-  // See store/doc/key_format.md "Bloom filter keys": markers add keys of
-  // their own so a cell read can tell whether a file may hold a marker
-  // covering the cell.
-  // Between two rows, the index key is the next row's prefix: about 20
-  // bytes where a whole internal key is 50 and more, so the index a read
-  // searches is about half the size. It lies after the block's last key
-  // and before the next block's first (the row prefix encoding is
-  // prefix-free), and is still a row prefix for the split and sample rows
-  // taken from indexes (SplitTablet, SampleRowKeys). Inside a row: the
-  // block's last key.
+  // Between two rows, the index key is the block's last row prefix and
+  // 0x03: about 20 bytes where a whole internal key is 50 and more, so the
+  // index a read searches is about half the size. Every key of a row has
+  // 0x01 (row marker) or 0x02 (family) after its prefix, so this sorts
+  // after the row's keys and before the next row's (row prefixes are
+  // prefix-free). Not the next row's prefix, shorter as it is: a point
+  // read seeks to its row's bare prefix, which would name the block before
+  // a row that starts a block, and cost a read of it. RowPrefixView of it
+  // is the last row's prefix, as the split and sample rows taken from
+  // indexes need (SplitTablet, ListTablets). Inside a row, or for a key
+  // that is not a well-formed row prefix and section: the block's last
+  // key.
   to.index_separator = [](std::string_view last_of_block,
                           std::string_view first_of_next) {
+    const std::string_view last_row = RowPrefixView(last_of_block);
     const std::string_view next_row = RowPrefixView(first_of_next);
-    if (next_row.size() < first_of_next.size() &&
-        RowPrefixView(last_of_block) < next_row) {
-      return std::string(next_row);
+    if (last_row.size() < last_of_block.size() &&
+        static_cast<uint8_t>(last_of_block[last_row.size()]) < 0x03 &&
+        next_row.size() < first_of_next.size() && last_row < next_row) {
+      std::string separator(last_row);
+      separator.push_back('\x03');
+      return separator;
     }
     return std::string(last_of_block);
   };
+  // See store/doc/key_format.md "Bloom filter keys": markers add keys of
+  // their own so a cell read can tell whether a file may hold a marker
+  // covering the cell.
   to.filter_keys = [](std::string_view key,
                       std::vector<std::string_view>* out) {
     ParsedKey p;

@@ -71,11 +71,12 @@ class Table : public std::enable_shared_from_this<Table> {
   Status VerifyChecksums() const;
 
   // The approximate file offset where `key` is or would be: the offset of
-  // the data block that would hold it, or the file size past the last key.
-  // For choosing tablet split points and sizing key ranges.
+  // the first data block whose index key is >= key, or the file size past
+  // the last key. For choosing tablet split points and sizing key ranges.
   uint64_t ApproximateOffsetOf(std::string_view key) const;
-  // The key of every index entry (the last key of each data block), in
-  // order: evenly spaced by bytes, for split points and row samples.
+  // The key of every index entry (a key between each data block's last key
+  // and the next block's first: TableOptions::index_separator), in order:
+  // evenly spaced by bytes, for split points and row samples.
   std::vector<std::string> IndexKeys() const;
 
   const std::string &file_name() const { return file_name_; }

@@ -152,15 +152,17 @@ INSTANTIATE_TEST_SUITE_P(Compression, TableRoundTripTest,
                                            RoundTripParam{true, false}));
 
 TEST(TableTest, IndexSeparatorsKeepEverySeekRight) {
-  // Keys "rowNNNNNN/fam:qK": between two rows the index takes the next
-  // row's "rowNNNNNN" (a prefix of the next block's first key, after the
-  // block's last), inside a row the block's last key.
+  // Keys "rowNNNNNN/fam:qK", as the engine's: between two rows the index
+  // takes the last row and "~" (after every "rowNNNNNN/..." key of that
+  // row, before the next row), inside a row the block's last key.
   TableOptions options = SmallBlocks();
   options.index_separator = [](std::string_view last, std::string_view next) {
-    const std::string_view next_row = next.substr(0, 9);
-    return last.substr(0, 9) < next_row ? std::string(next_row)
-                                        : std::string(last);
+    return last.substr(0, 9) < next.substr(0, 9)
+               ? std::string(last.substr(0, 9)) + "~"
+               : std::string(last);
   };
+  TableReadCounters reads;
+  options.read_counters = &reads;  // no block cache: every block is read
   KV kv = MakeData(500, false);
   auto table = OpenTable(options, BuildTable(options, kv));
   ASSERT_TRUE(table.ok()) << table.status().ToString();
@@ -170,7 +172,7 @@ TEST(TableTest, IndexSeparatorsKeepEverySeekRight) {
   // between rows.
   size_t separators = 0;
   for (const std::string& k : index) {
-    if (k.size() == 9) {
+    if (k.size() == 10) {
       ++separators;
     } else {
       EXPECT_TRUE(kv.count(k)) << k;  // a block's last key
@@ -187,8 +189,17 @@ TEST(TableTest, IndexSeparatorsKeepEverySeekRight) {
     ASSERT_TRUE(it->Valid()) << k;
     EXPECT_EQ(it->key(), k);
   }
-  // A target between two keys (after a row's last key, before the next
-  // row): the next key, across a block boundary too.
+  // A seek to a row's bare prefix (a point read's) reads one block: the
+  // one with the row's first key, also when the row starts a block.
+  for (int r = 0; r < 500; ++r) {
+    auto fresh = (*table)->NewIterator();
+    const uint64_t before = reads.block_reads.load();
+    fresh->Seek(Row(r));
+    ASSERT_TRUE(fresh->Valid()) << r;
+    EXPECT_EQ(fresh->key(), Row(r) + "/fam:q0");
+    EXPECT_EQ(reads.block_reads.load() - before, 1u) << Row(r);
+  }
+  // A target between two keys: the next key, across a block boundary too.
   for (auto next = std::next(kv.begin()); next != kv.end(); ++next) {
     const std::string between = std::prev(next)->first + "~";
     if (between >= next->first) continue;

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "store/db.h"
-#include "store/env/mem_env.h"
 #include "store/reference/reference_bigtable.h"
+#include "tests/store/db/mem_db_test.h"
 #include "tests/util/gcc_bug_105329.h"
 
 namespace tabletfs {
@@ -89,11 +89,12 @@ struct ModelParam {
   int ops;
 };
 
-class DBModelTest : public testing::TestWithParam<ModelParam> {
+// MemDbTest's database, with small memtables, files and blocks so that a
+// few thousand operations flush, compact, split and merge.
+class DBModelTest : public MemDbTest,
+                    public testing::WithParamInterface<ModelParam> {
  protected:
   void SetUp() override {
-    options_.env = &env_;
-    options_.space_reserve_bytes = 0;
     options_.memtable_bytes = 16 << 10;
     options_.target_file_bytes = 8 << 10;
     options_.block_size = 1024;
@@ -118,21 +119,16 @@ class DBModelTest : public testing::TestWithParam<ModelParam> {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
 
+  // MemDbTest::Reopen, counting the splits and merges of the open closed.
   void Reopen() {
     if (db_ != nullptr) {
       DbStats stats = db_->GetStats();
       splits_ += stats.tablet_splits;
       merges_ += stats.tablet_merges;
     }
-    db_.reset();
-    auto db = DB::Open(options_, "/db");
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    db_ = std::move(*db);
+    MemDbTest::Reopen();
   }
 
-  MemEnv env_;
-  Options options_;
-  std::unique_ptr<DB> db_;
   // The reference implementation (store/reference/): what the engine must
   // read back.
   std::unique_ptr<Bigtable> oracle_;

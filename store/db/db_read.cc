@@ -237,14 +237,11 @@ void AddPointFileIterators(TableCache* cache, const Version& version,
   }
 }
 
-}  // namespace
-
-namespace {
-
 // What a point read reuses from the previous one on its thread: the cursor
 // and the keys keep their capacity, so a read allocates only its iterators
 // and its result (a read of a 16-byte row made 30 allocations, 18 of them
-// these strings: docs/BENCHMARKS.md, "a point read's allocations").
+// these strings: docs/BENCHMARKS.md, "A point read reuses its thread's
+// cursor and keys").
 struct PointScratch {
   CellCursor cursor;
   std::string cell_key;    // the cell's (or the row's) Bloom key
@@ -271,7 +268,7 @@ class PointScratchLease {
   PointScratchLease(const PointScratchLease&) = delete;
   PointScratchLease& operator=(const PointScratchLease&) = delete;
 
-  PointScratch& operator*() const { return *scratch_; }
+  PointScratch* operator->() const { return scratch_; }
 
  private:
   static thread_local PointScratch thread_scratch_;
@@ -324,10 +321,10 @@ Result<Row> DBImpl::ReadRow(std::string_view table, std::string_view row,
   TABLETFS_ASSIGN_OR_RETURN(ReadState state,
                             PinReadState(table, options, row, {}, true));
   PointScratchLease scratch;
-  std::string& row_prefix = (*scratch).cell_key;
+  std::string& row_prefix = scratch->cell_key;
   row_prefix.clear();
   AppendRowPrefix(&row_prefix, state.table->id, row);
-  CellCursor* cursor = &(*scratch).cursor;
+  CellCursor* cursor = &scratch->cursor;
   std::string& stop = cursor->mutable_options()->stop_key;
   stop.assign(row_prefix).push_back('\x03');  // after every key of the row
   StartPointCursor(state, options, row, row_prefix, {}, /*use_filter=*/true,
@@ -365,17 +362,17 @@ Result<std::vector<Cell>> DBImpl::ReadCell(std::string_view table,
   // prefix begins with the family prefix, which begins with the row
   // prefix: one string holds all three.
   PointScratchLease scratch;
-  std::string& cell_key = (*scratch).cell_key;
+  std::string& cell_key = scratch->cell_key;
   cell_key.clear();
   AppendCellPrefix(&cell_key, state.table->id, row, fs->id, qualifier);
   const std::string_view cell_prefix = cell_key;
   const std::string_view row_prefix =
       cell_prefix.substr(0, 4 + EscapedSize(row));
-  std::string& row_marker = (*scratch).row_marker;
+  std::string& row_marker = scratch->row_marker;
   row_marker.assign(row_prefix).push_back('\x01');
   const std::string_view bloom_keys[] = {
       cell_prefix, row_marker, cell_prefix.substr(0, row_prefix.size() + 5)};
-  CellCursor* cursor = &(*scratch).cursor;
+  CellCursor* cursor = &scratch->cursor;
   std::string& stop = cursor->mutable_options()->stop_key;
   stop.assign(cell_prefix).push_back('\x03');  // after every key of the cell
   // No family / column filter: Seek goes straight to the cell (past the

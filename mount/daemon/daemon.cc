@@ -336,8 +336,9 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
   api_server.reset();  // calls in flight finish or are cancelled
   session.reset();  // unmounts and commits what open files held
   db.reset();       // the store closes: the log is synced
-  if (!args.remote) RemovePidFiles(datadir);
   fs::Log(LogLevel::kInfo, "unmounted " + mountpoint);
+  // Last: a waiter for mount.pid to go sees every line above.
+  if (!args.remote) RemovePidFiles(datadir);
   return rc == 0 ? 0 : 1;
 }
 

@@ -196,7 +196,7 @@ Status DBImpl::SwitchLog() {
 
 void DBImpl::FreezeTablet(Tablet* t, bool wake) {
   if (t->mem->entries() == 0) return;
-  t->imm.push_back({t->mem, t->mem_first_log, ++freeze_order_});
+  t->imm.push_back(t->FrozenMem(++freeze_order_));
   t->mem = std::make_shared<MemTable>();
   ++tablet_generation_;
   t->mem_first_log = kNoLog;
@@ -689,14 +689,21 @@ Status DBImpl::FlushImmutable(std::shared_ptr<Tablet> t) {
   Immutable imm = t->imm.front();
   auto tables = TablesById();
   // After this flush the tablet's oldest unflushed entry is in its next
-  // frozen memtable or its active one (or, with none, in a later log).
+  // frozen memtable or its active one (or, with none, in a later log), and
+  // every entry of it sequenced before all of theirs is in its files. Not
+  // the flushed memtable's last sequence: after a merge the frozen
+  // memtables of the two halves interleave in sequence.
   uint64_t after = t->mem_first_log;
+  uint64_t flushed_seq =
+      t->mem_first_log == kNoLog ? last_seq_ : t->mem_first_seq - 1;
   for (size_t i = 1; i < t->imm.size(); ++i) {
     after = std::min(after, t->imm[i].first_log);
+    flushed_seq = std::min(flushed_seq, t->imm[i].first_seq - 1);
   }
   if (after == kNoLog) after = current_log_number_;
   VersionEdit edit;
   edit.tablet_logs.emplace_back(t->id, after);
+  edit.tablet_flushed_seqs.emplace_back(t->id, flushed_seq);
   edit.log_number = MinLiveLog(t.get(), after);
   edit.last_sequence = last_seq_;
   edit.last_timestamp = last_ts_;

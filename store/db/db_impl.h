@@ -236,7 +236,8 @@ class DBImpl final : public DB {
     // The writes that committed entries, each with its entries' count.
     std::vector<LogRecordWrite> writes;
     std::vector<std::shared_ptr<MemTable>> mems;
-    uint64_t seq = 0;
+    uint64_t first_seq = 0;  // of its first entry
+    uint64_t seq = 0;        // of its last entry
     int64_t ts = 0;
     bool sync = false;
 
@@ -245,6 +246,7 @@ class DBImpl final : public DB {
       entries.clear();
       writes.clear();
       mems.clear();
+      first_seq = 0;
       seq = 0;
       ts = 0;
       sync = false;
@@ -274,7 +276,8 @@ class DBImpl final : public DB {
                             std::vector<GroupEntry>* entries);
   // The active memtable of the tablet holding `key` (a row prefix or an
   // internal key) of table `table_id`, kept alive in batch->mems; nullptr
-  // when the table is gone.
+  // when the table is gone. An empty memtable takes the current log and
+  // batch->first_seq as its first.
   MemTable* RouteEntry(uint32_t table_id, std::string_view key,
                        GroupBatch* batch) REQUIRES(mu_);
   // Writes the log record (without mu_), fills the memtables, then
@@ -479,8 +482,10 @@ class DBImpl final : public DB {
   Result<std::shared_ptr<ValueFileReader>> GetValueReader(uint64_t number)
       EXCLUDES(files_mu_);
   TableOptions MakeTableOptions();
-  Status ReplayLogRecord(const LogRecord& record, uint64_t log_number)
-      REQUIRES(mu_);
+  // Adds the record's entries to their tablets' memtables; counts in
+  // *skipped those already in the tablets' SSTables.
+  Status ReplayLogRecord(const LogRecord& record, uint64_t log_number,
+                         uint64_t* skipped) REQUIRES(mu_);
   // The oldest log to keep: the live ones (from log_number_), the newest
   // flushed ones within options_.change_history_bytes (none while
   // space_short_), and every one a change subscription still reads

@@ -240,6 +240,9 @@ VersionEdit DBImpl::SnapshotEdit() {
     for (const auto& t : tablets) {
       edit.tablets.push_back(
           {table_id, t->id, t->start_row, t->end_row, t->log_number});
+      if (t->flushed_seq > 0) {
+        edit.tablet_flushed_seqs.emplace_back(t->id, t->flushed_seq);
+      }
       for (const auto& level : t->version->levels) {
         for (const auto& f : level) {
           edit.added_files.push_back(*f);
@@ -363,10 +366,11 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
     LogRecord decoded;
     Status s;
     uint64_t records = 0;
+    uint64_t skipped = 0;
     std::optional<int64_t>& first = first_commits.emplace_back();
     while (reader.ReadRecord(&record, &s)) {
       TABLETFS_RETURN_IF_ERROR(DecodeLogRecord(record, path, &decoded));
-      TABLETFS_RETURN_IF_ERROR(ReplayLogRecord(decoded, number));
+      TABLETFS_RETURN_IF_ERROR(ReplayLogRecord(decoded, number, &skipped));
       if (!first && !decoded.writes.empty()) {
         first = decoded.writes.front().timestamp;
       }
@@ -380,8 +384,9 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
       TABLETFS_RETURN_IF_ERROR(
           env_->TruncateFile(path, reader.LastRecordEndOffset()));
     }
-    Log(LogLevel::kInfo,
-        "replayed " + path + ": " + std::to_string(records) + " records");
+    Log(LogLevel::kInfo, "replayed " + path + ": " + std::to_string(records) +
+                             " records, " + std::to_string(skipped) +
+                             " entries of them already in tables");
     old_logs->push_back(number);
   }
   // The recovered logs stay for the change history (FinishRecovery), each
@@ -403,7 +408,8 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
   return Status::OK();
 }
 
-Status DBImpl::ReplayLogRecord(const LogRecord& record, uint64_t log_number) {
+Status DBImpl::ReplayLogRecord(const LogRecord& record, uint64_t log_number,
+                               uint64_t* skipped) {
   for (const LogRecordEntry& entry : record.entries) {
     const std::string_view key = entry.key;
     ParsedKey parsed;
@@ -411,11 +417,15 @@ Status DBImpl::ReplayLogRecord(const LogRecord& record, uint64_t log_number) {
       return Status::Corruption("log record: bad entry key",
                                 FileName(log_number, ".log"));
     }
-    // Into the tablet that holds the row now; not when that tablet's
-    // entries from this log are already in its SSTables, nor for a table
-    // dropped since.
+    // Into the tablet that holds the row now, unless that tablet's entries
+    // from this log, or up to this sequence, are already in its SSTables;
+    // not at all for a table dropped since.
     Tablet* t = FindTablet(parsed.table_id, key);
-    if (t == nullptr || log_number < t->log_number) continue;
+    if (t == nullptr) continue;
+    if (log_number < t->log_number || parsed.seq <= t->flushed_seq) {
+      ++*skipped;
+      continue;
+    }
     if (parsed.section == KeySection::kVersion &&
         (parsed.kind == EntryKind::kPut ||
          parsed.kind == EntryKind::kPutValueRef)) {
@@ -424,7 +434,10 @@ Status DBImpl::ReplayLogRecord(const LogRecord& record, uint64_t log_number) {
       NoteVersionWritten(parsed.table_id, parsed.timestamp);
     }
     t->mem->Add(key, entry.value);
-    if (t->mem_first_log == kNoLog) t->mem_first_log = log_number;
+    if (t->mem_first_log == kNoLog) {
+      t->mem_first_log = log_number;
+      t->mem_first_seq = parsed.seq;
+    }
   }
   last_seq_ = std::max(last_seq_, record.last_seq);
   last_ts_ = std::max(last_ts_, record.last_ts);

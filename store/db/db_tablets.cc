@@ -121,6 +121,12 @@ Status DBImpl::ApplyTabletEdits(const VersionEdit& edit) {
       it->second->log_number = std::max(it->second->log_number, log);
     }
   }
+  for (const auto& [id, seq] : edit.tablet_flushed_seqs) {
+    auto it = tablets_.find(id);
+    if (it != tablets_.end()) {
+      it->second->flushed_seq = std::max(it->second->flushed_seq, seq);
+    }
+  }
   if (!edit.added_files.empty() || !edit.deleted_files.empty()) {
     TABLETFS_RETURN_IF_ERROR(ApplyFileChanges(edit));
   }
@@ -166,7 +172,7 @@ Status DBImpl::ApplySplit(const VersionEdit::SplitRecord& sp) {
   // clipped to its own range, until flushes and compactions rewrite them.
   std::vector<Immutable> imm = parent->imm;
   if (parent->mem->entries() > 0) {
-    imm.push_back({parent->mem, parent->mem_first_log, ++freeze_order_});
+    imm.push_back(parent->FrozenMem(++freeze_order_));
   }
   RemoveTablet(parent->id);
   auto left = NewTablet(parent->table_id, sp.left, parent->start_row, sp.row);
@@ -174,6 +180,7 @@ Status DBImpl::ApplySplit(const VersionEdit::SplitRecord& sp) {
   for (const auto& child : {left, right}) {
     child->imm = imm;
     child->log_number = parent->log_number;
+    child->flushed_seq = parent->flushed_seq;
     SetVersion(child.get(), parent->version);
     AddTablet(child);
   }
@@ -212,7 +219,7 @@ Status DBImpl::ApplyMerge(const VersionEdit::MergeRecord& m) {
       if (!dup) imm.push_back(i);
     }
     if (t->mem->entries() > 0) {
-      imm.push_back({t->mem, t->mem_first_log, ++freeze_order_});
+      imm.push_back(t->FrozenMem(++freeze_order_));
     }
   }
   std::sort(imm.begin(), imm.end(),
@@ -222,6 +229,7 @@ Status DBImpl::ApplyMerge(const VersionEdit::MergeRecord& m) {
   // that its SSTables already hold; they are the same entries, and reads
   // and flushes keep one (store/doc/tablets.md).
   merged->log_number = std::min(a->log_number, b->log_number);
+  merged->flushed_seq = std::min(a->flushed_seq, b->flushed_seq);
   SetVersion(merged.get(), std::move(v));
   RemoveTablet(a->id);
   RemoveTablet(b->id);

@@ -356,6 +356,7 @@ MemTable* DBImpl::RouteEntry(uint32_t table_id, std::string_view key,
   if (tablet == nullptr) return nullptr;
   if (tablet->mem_first_log == kNoLog) {
     tablet->mem_first_log = current_log_number_;
+    tablet->mem_first_seq = batch->first_seq;
   }
   if (batch->mems.empty() || batch->mems.back() != tablet->mem) {
     batch->mems.push_back(tablet->mem);
@@ -366,6 +367,7 @@ MemTable* DBImpl::RouteEntry(uint32_t table_id, std::string_view key,
 void DBImpl::PrepareGroup(const std::vector<Writer*>& group,
                           GroupBatch* batch) {
   batch->seq = last_seq_;
+  batch->first_seq = last_seq_ + 1;
   batch->ts = last_ts_;
   const int64_t now = env_->NowMicros();
   for (Writer* x : group) {

@@ -41,6 +41,7 @@ struct Version {
 struct Immutable {
   std::shared_ptr<MemTable> mem;
   uint64_t first_log = 0;  // the oldest log holding one of its entries
+  uint64_t first_seq = 0;  // no entry of it has a smaller sequence
   uint64_t order = 0;      // freeze order across tablets: oldest flush first
 };
 
@@ -59,11 +60,15 @@ struct Tablet {
 
   std::shared_ptr<MemTable> mem;
   uint64_t mem_first_log = kNoLog;  // kNoLog while mem is empty
+  uint64_t mem_first_seq = 0;       // as Immutable::first_seq, when not empty
   std::vector<Immutable> imm;       // oldest first
   std::shared_ptr<const Version> version;
   // As last recorded in the manifest: logs below it hold nothing unflushed
-  // of this tablet.
+  // of this tablet, and its entries with sequences up to flushed_seq are
+  // all in its SSTables (a flush does not switch the log, which other
+  // tablets share: replay skips what the flush wrote by sequence).
   uint64_t log_number = 0;
+  uint64_t flushed_seq = 0;
   std::string compact_pointer[kNumLevels];
   // HasForeignFiles() of version, kept current by the engine.
   bool foreign_files = false;
@@ -77,6 +82,10 @@ struct Tablet {
   bool Contains(std::string_view key) const { return key >= lo && key < hi; }
   // The oldest log holding an unflushed entry of this tablet (kNoLog: none).
   uint64_t OldestLog() const;
+  // The active memtable as a frozen one (for a freeze, split or merge).
+  Immutable FrozenMem(uint64_t order) const {
+    return {mem, mem_first_log, mem_first_seq, order};
+  }
   // Bytes of data in memtables (shared frozen ones counted whole).
   uint64_t MemoryBytes() const;
   // Bytes of SSTables (shared ones counted whole) and their count.

@@ -116,6 +116,11 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint32(dst, tablet);
     PutVarint64(dst, log);
   }
+  for (const auto& [tablet, seq] : tablet_flushed_seqs) {
+    PutVarint32(dst, kTabletFlushedSeq);
+    PutVarint32(dst, tablet);
+    PutVarint64(dst, seq);
+  }
   for (const FileMeta& f : added_files) {
     PutVarint32(dst, kAddFile);
     PutVarint32(dst, f.tablet_id);
@@ -278,7 +283,7 @@ std::optional<bool> VersionEdit::DecodeFileRecord(uint32_t tag,
   }
 }
 
-// Tablets, splits, merges, per-tablet log numbers.
+// Tablets, splits, merges, per-tablet log numbers and flushed sequences.
 std::optional<bool> VersionEdit::DecodeTabletRecord(uint32_t tag,
                                                     std::string_view* in) {
   bool ok = false;
@@ -311,6 +316,10 @@ std::optional<bool> VersionEdit::DecodeTabletRecord(uint32_t tag,
     case kTabletLogNumber:
       ok = GetVarint32(in, &u32) && GetVarint64(in, &u64);
       tablet_logs.emplace_back(u32, u64);
+      return ok;
+    case kTabletFlushedSeq:
+      ok = GetVarint32(in, &u32) && GetVarint64(in, &u64);
+      tablet_flushed_seqs.emplace_back(u32, u64);
       return ok;
     default:
       return std::nullopt;

@@ -59,6 +59,7 @@ struct VersionEdit {
     kSplitTablet = 31,
     kMergeTablets = 32,
     kTabletLogNumber = 33,
+    kTabletFlushedSeq = 34,
   };
 
   // Written as kCreateTableAt; kCreateTable (older manifests) reads as
@@ -122,11 +123,13 @@ struct VersionEdit {
   std::vector<MergeRecord> merges;
   // Per tablet: logs numbered below this hold nothing unflushed of it.
   std::vector<std::pair<uint32_t, uint64_t>> tablet_logs;
+  // Per tablet: its entries with sequences up to this are in its SSTables.
+  std::vector<std::pair<uint32_t, uint64_t>> tablet_flushed_seqs;
   std::vector<FileMeta> added_files;
   std::vector<DeletedFile> deleted_files;
 
   // Applied in this order: tables and families, tablets, splits, merges,
-  // tablet log numbers, deleted files, added files.
+  // tablet log numbers and flushed sequences, deleted files, added files.
 
   void EncodeTo(std::string* dst) const;
   // Corruption naming `where` when `src` is malformed or has an unknown tag.

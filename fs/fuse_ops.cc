@@ -99,10 +99,13 @@ void ReplyAttr(fuse_req_t req, const Node& n, fuse_ino_t ino,
 }
 
 // Registers the handle of an open or create and tells the kernel how to do
-// its I/O.
+// its I/O. A read-only handle has nothing to commit at close: the kernel
+// sends it no FLUSH (FOPEN_NOFLUSH, Linux 5.16+), one round trip less for
+// every `cat`.
 void SetOpened(Filesystem& fs, Opened& o, fuse_file_info* fi) {
   if (o.direct_io) fi->direct_io = 1;
   if (o.keep_cache) fi->keep_cache = 1;
+  if (!o.handle->writable()) fi->noflush = 1;
   fs.AddFile(std::move(o.handle), &fi->fh);
 }
 

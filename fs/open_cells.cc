@@ -210,7 +210,6 @@ FsError OpenCell::Read(uint64_t id, off_t offset, size_t size,
   Descriptor* d = Find(id);
   if (d == nullptr) return FsError::Of(EBADF, "unknown descriptor");
   const std::string* value = &value_;
-  d->closed = false;  // read through a dup of a closed descriptor
   if (d->access == Access::kRead && d->page_cache) {
     // The kernel caches what it reads: always the newest, so that no page
     // of an older version enters the cache after a commit dropped it.
@@ -400,10 +399,7 @@ bool OpenCell::NeedsCommitAtRelease(uint64_t id) const {
 void OpenCell::Flushed(uint64_t id, bool at_close) {
   Descriptor* d = Find(id);
   if (d == nullptr) return;
-  if (d->access == Access::kRead) {
-    d->closed = at_close;
-    return;
-  }
+  if (d->access == Access::kRead) return;
   if (at_close && OnlyEmptyDue(id) && NeedsCommit(id)) {
     d->empty_awaits_release = true;  // committed at RELEASE
     return;
@@ -431,17 +427,9 @@ bool OpenCell::AwaitEmptyRelease(std::chrono::microseconds timeout) {
   return true;
 }
 
-bool OpenCell::AllCachedReadersClosed() const {
-  if (cached_readers_ == 0) return false;
-  for (const auto& [id, d] : descriptors_) {
-    if (d.access == Access::kRead && d.page_cache && !d.closed) return false;
-  }
-  return true;
-}
-
-void OpenCell::AwaitClosedReadersRelease(std::chrono::microseconds timeout) {
+void OpenCell::AwaitCachedReadersRelease(std::chrono::microseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (AllCachedReadersClosed()) {
+  while (cached_readers_ > 0) {
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return;

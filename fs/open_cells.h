@@ -180,12 +180,13 @@ class OpenCell {
   // as while `cmd > f` runs: readers then see the old value). Only a
   // multi-threaded session may wait: RELEASE is served by another thread.
   bool AwaitEmptyRelease(std::chrono::microseconds timeout) REQUIRES(mu_);
-  // Waits (releasing mu()) while every reader that reads through the page
-  // cache was closed and only its RELEASE is due, at most `timeout`: an
-  // O_RDWR open right after `cat f` may then use the page cache (and be
-  // mapped shared). A reader read after its close (a dup is open) counts
-  // as open again.
-  void AwaitClosedReadersRelease(std::chrono::microseconds timeout)
+  // Waits (releasing mu()) while a reader reads through the page cache, at
+  // most `timeout`: an O_RDWR open right after `cat f` may then use the
+  // page cache (and be mapped shared) once that reader's RELEASE came.
+  // Readers send no FLUSH (FOPEN_NOFLUSH), so a closed reader is told from
+  // an open one only by its RELEASE: beside a reader still open the wait
+  // runs out.
+  void AwaitCachedReadersRelease(std::chrono::microseconds timeout)
       REQUIRES(mu_);
   // Commits for descriptor `id`; on failure the cell's later writes report
   // EIO. *committed_at gets the new version's timestamp.
@@ -257,8 +258,6 @@ class OpenCell {
     bool opened_fresh = false;
     // Closed while only its empty value was due (see Flushed()).
     bool empty_awaits_release = false;
-    // A reader closed (FLUSH) and not read since.
-    bool closed = false;
     // A reader without the page cache: the version it reads.
     std::shared_ptr<const std::string> pinned;
   };
@@ -280,7 +279,6 @@ class OpenCell {
   // Only the empty value of a fresh open is due through `id`: nothing was
   // written or truncated since it was created or truncated.
   bool OnlyEmptyDue(uint64_t id) const REQUIRES(mu_);
-  bool AllCachedReadersClosed() const REQUIRES(mu_);
   void Fail(const FsError& e) REQUIRES(mu_) { failed_ = e; }
   // CondVar::WaitFor names the CondVar's own mutex, which the analysis
   // cannot match with mu_.

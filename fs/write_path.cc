@@ -31,8 +31,8 @@ OpenCell::Access AccessOf(FileHandle::Mode m) {
 
 // How long an open waits for the RELEASE of closed descriptors: a
 // reader's open for a closed `>` whose empty value is still due
-// (OpenCell::AwaitEmptyRelease), an O_RDWR open for closed readers that
-// read through the page cache (OpenCell::AwaitClosedReadersRelease).
+// (OpenCell::AwaitEmptyRelease), an O_RDWR open for readers that read
+// through the page cache (OpenCell::AwaitCachedReadersRelease).
 // RELEASE follows the close within microseconds, or a few milliseconds on
 // a loaded machine; a dup still open keeps it away for good.
 constexpr std::chrono::milliseconds kReleaseWait{50};
@@ -98,7 +98,7 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
                !(request.flags & O_APPEND)) {
       // `cat f` just returned: once its RELEASE came, this writer may use
       // the page cache (and be mapped shared).
-      cell->AwaitClosedReadersRelease(kReleaseWait);
+      cell->AwaitCachedReadersRelease(kReleaseWait);
     }
   }
   // The store is read with the cell's lock held: a writer that commits

@@ -19,7 +19,9 @@
 # find | wc -l, grep -r, cat of every file, ls -lR, du -s, a second grep -r
 # and cat pass, space on disk, rm -r. Then stat() calls per second on one
 # file (tabletfs and libfuse's `null` example, each with default caching and
-# with -o attr_timeout=0,entry_timeout=0; native for reference) and
+# with -o attr_timeout=0,entry_timeout=0; native for reference; tabletfs
+# also from the file's own directory, stat_cached_here: null's file is the
+# root of its mount, so its path has no name inside FUSE to walk) and
 # sequential write and read MB/s of one BIG-MIB file.
 #
 # A target that cannot run (program not built, mount refused) gets one line
@@ -316,6 +318,10 @@ run_tabletfs() {  # TARGET NDIRS
   elif tree "$target" "$base/mnt/bench" "$ndirs" "$base/data"; then
     if [[ "$target" == tabletfs ]]; then
       statrate tabletfs stat_cached "$base/mnt/bench/row000/f/file00"
+      # null's file is its mount's root: no name of the path is walked
+      # inside FUSE. The same from the cell's own directory walks one.
+      (cd "$base/mnt/bench/row000/f" &&
+        statrate tabletfs stat_cached_here file00)
       bigfile tabletfs "$base/mnt/bench/big/f/cell"
       rm -r "$base/mnt/bench/big" || true
     fi

@@ -5,7 +5,8 @@
 namespace tabletfs {
 
 char* Arena::NewBlock(size_t bytes) {
-  blocks_.push_back(std::make_unique<char[]>(bytes));
+  // Not zeroed: every byte is written before it is read.
+  blocks_.push_back(std::make_unique_for_overwrite<char[]>(bytes));
   usage_.fetch_add(bytes + sizeof(char*), std::memory_order_relaxed);
   return blocks_.back().get();
 }

@@ -79,7 +79,7 @@ class KeyBuffer {
     const size_t need = n + more.size();
     if (need > capacity_) {
       const size_t capacity = std::max(need, 2 * capacity_);
-      auto grown = std::make_unique<char[]>(capacity);
+      auto grown = std::make_unique_for_overwrite<char[]>(capacity);
       std::memcpy(grown.get(), data_, n);
       heap_ = std::move(grown);
       data_ = heap_.get();

@@ -17,6 +17,12 @@ int64_t NowMicros() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
+// A pending value growing past kReserveAllAbove bytes gets room for the
+// largest value (OpenCell::Write), at most kReserveAtMost: address space,
+// not memory, until written.
+constexpr size_t kReserveAllAbove = 1 << 20;
+constexpr size_t kReserveAtMost = 256 << 20;
+
 FsError TooBig(size_t limit, uint64_t end) {
   return FsError::Of(EFBIG, ValueLimitReason(limit) +
                                 ": this write would end at " +
@@ -274,7 +280,15 @@ FsError OpenCell::Write(uint64_t id, off_t offset, std::string_view data) {
     Refuse(id, EFBIG);
     return TooBig(max_value_bytes_, end);
   }
-  if (end > value_.size()) value_.resize(end);
+  if (end > value_.capacity() && end > kReserveAllAbove) {
+    // Room for the largest value at once: the memory is only mapped, and
+    // its pages are touched as bytes arrive, so a large sequential write
+    // is not copied again at each doubling of the buffer.
+    value_.reserve(std::min(max_value_bytes_, kReserveAtMost));
+  }
+  // A hole before `start` reads as zeros; the rest is written over (and
+  // past the end) without clearing it first.
+  if (start > value_.size()) value_.resize(static_cast<size_t>(start));
   value_.replace(static_cast<size_t>(start), data.size(), data);
   changes_++;
   d->wrote = true;
@@ -517,12 +531,12 @@ FsError OpenCell::CommitValue(int64_t* committed_at) {
   if (placeholder_timestamp_.has_value() && !n.at.has_value()) {
     m.DeleteVersion(n.family, n.qualifier, *placeholder_timestamp_);
   }
-  if (ts == kServerTimestamp) {
-    m.SetCell(n.family, n.qualifier, value_);
-  } else {
-    m.SetCell(n.family, n.qualifier, ts, value_);
-  }
+  // The pending value goes into the mutation and comes back after it, not
+  // copied (a 64 MiB cell).
+  const size_t set_op = m.ops().size();
+  m.SetCellTaking(n.family, n.qualifier, ts, std::move(value_));
   auto r = db_->Apply(n.table, m, WriteOptions());
+  value_ = m.TakeValue(set_op);
   if (!r.ok()) {
     FsError e = FsErrorFromStatus(r.status());
     Fail(e);

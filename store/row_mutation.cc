@@ -11,8 +11,14 @@ RowMutation &RowMutation::SetCell(std::string_view family,
 RowMutation &RowMutation::SetCell(std::string_view family,
                                   std::string_view qualifier, int64_t timestamp,
                                   std::string_view value) {
+  return SetCellTaking(family, qualifier, timestamp, std::string(value));
+}
+
+RowMutation &RowMutation::SetCellTaking(std::string_view family,
+                                        std::string_view qualifier,
+                                        int64_t timestamp, std::string value) {
   ops_.push_back(Op{OpType::kSetCell, std::string(family),
-                    std::string(qualifier), timestamp, std::string(value)});
+                    std::string(qualifier), timestamp, std::move(value)});
   return *this;
 }
 

@@ -44,6 +44,15 @@ class RowMutation {
   // Sets the version at exactly `timestamp`, replacing one already there.
   RowMutation &SetCell(std::string_view family, std::string_view qualifier,
                        int64_t timestamp, std::string_view value);
+  // SetCell that takes the bytes of `value` rather than copying them (a
+  // large value); TakeValue(i) gives them back once the mutation is
+  // applied. `timestamp` may be kServerTimestamp.
+  RowMutation &SetCellTaking(std::string_view family,
+                             std::string_view qualifier, int64_t timestamp,
+                             std::string value);
+  // Moves out the value of operation i (a kSetCell); the mutation keeps an
+  // empty value there.
+  std::string TakeValue(size_t i) { return std::move(ops_.at(i).value); }
   RowMutation &DeleteVersion(std::string_view family,
                              std::string_view qualifier, int64_t timestamp);
   // Deletes every version of the cell that exists when applied.

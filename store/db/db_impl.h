@@ -284,7 +284,8 @@ class DBImpl final : public DB {
   // publishes the group or handles the failure. Returns the log's status.
   Status CommitGroup(const std::vector<Writer*>& group, size_t group_bytes,
                      GroupBatch* batch) REQUIRES(mu_);
-  Status AppendToLog(const std::string& record, bool sync,
+  // Appends the record that is `record`'s pieces one after another.
+  Status AppendToLog(std::span<const std::string_view> record, bool sync,
                      uint64_t* log_bytes) EXCLUDES(mu_, log_mu_);
   // Fills the memtables without mu_ (leader_filling_ set), routing again
   // when the tablets changed since `routed` (a tablet_generation_).

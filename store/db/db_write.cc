@@ -17,6 +17,9 @@ namespace {
 constexpr size_t kMaxGroupBytes = 1 << 20;
 // The entries a thread's group batch keeps room for between groups.
 constexpr size_t kKeptGroupEntries = 4096;
+// Values this long go to the log from where they are, not copied into the
+// group's record first.
+constexpr size_t kLogValueInPlaceBytes = 64 << 10;
 
 bool AddsData(const RowMutation& m) {
   for (const RowMutation::Op& op : m.ops()) {
@@ -449,24 +452,43 @@ void DBImpl::AppendOpEntry(const TableState& t, const std::string& row,
 
 Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
                            size_t group_bytes, GroupBatch* batch) {
+  // The record: its small parts in `record`, and values of
+  // kLogValueInPlaceBytes or more where they are, each at its offset in
+  // `record` (a 64 MiB cell is not copied into the record first).
   std::string record;
+  std::vector<std::pair<size_t, std::string_view>> in_place;
   size_t record_bytes = 30 + 12 * batch->writes.size();
   for (const GroupEntry& e : batch->entries) {
-    record_bytes += e.key.size() + e.value.size() + 10;
+    record_bytes += e.key.size() + 10;
+    if (e.value.size() < kLogValueInPlaceBytes) record_bytes += e.value.size();
   }
   record.reserve(record_bytes);
   AppendLogRecordHeader(&record, batch->seq, batch->ts);
   for (const GroupEntry& e : batch->entries) {
-    AppendLogRecordEntry(&record, e.key, e.value);
+    if (e.value.size() < kLogValueInPlaceBytes) {
+      AppendLogRecordEntry(&record, e.key, e.value);
+    } else {
+      AppendLogRecordEntryKey(&record, e.key, e.value.size());
+      in_place.emplace_back(record.size(), e.value);
+    }
   }
   AppendLogRecordWrites(&record, batch->ts, batch->writes);
+  std::vector<std::string_view> pieces;
+  size_t record_size = record.size(), done = 0;
+  for (const auto& [offset, value] : in_place) {
+    pieces.push_back(std::string_view(record).substr(done, offset - done));
+    pieces.push_back(value);
+    done = offset;
+    record_size += value.size();
+  }
+  pieces.push_back(std::string_view(record).substr(done));
   const uint64_t routed = tablet_generation_;
   mu_.Unlock();
   // Only the leader appends to the log. A split, merge or freeze may
   // change the tablets meanwhile (the log write can block for
   // milliseconds; it is kept out of their pause).
   uint64_t log_bytes = 0;
-  Status status = AppendToLog(record, batch->sync, &log_bytes);
+  Status status = AppendToLog(pieces, batch->sync, &log_bytes);
   mu_.Lock();
   if (status.ok()) FillMemtables(routed, batch);
   leader_filling_ = false;
@@ -474,9 +496,9 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
   if (status.ok()) {
     last_seq_ = batch->seq;
     if (changes_.HasSubscribers()) PublishGroup(group);
-    mem_added_ += record.size();
+    mem_added_ += record_size;
     stat_bytes_user_ += group_bytes;
-    stat_bytes_disk_ += record.size();
+    stat_bytes_disk_ += record_size;
     if (batch->sync) ++stat_log_syncs_;
     log_file_bytes_ = log_bytes;
     log_sizes_[current_log_number_] = log_file_bytes_;
@@ -504,7 +526,8 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
   return status;
 }
 
-Status DBImpl::AppendToLog(const std::string& record, bool sync,
+Status DBImpl::AppendToLog(std::span<const std::string_view> record,
+                           bool sync,
                            uint64_t* log_bytes) {
   MutexLock lg(&log_mu_);
   Status status = log_->AddRecord(record);

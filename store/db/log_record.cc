@@ -12,8 +12,14 @@ void AppendLogRecordHeader(std::string* dst, uint64_t last_seq,
 
 void AppendLogRecordEntry(std::string* dst, std::string_view key,
                           std::string_view value) {
+  AppendLogRecordEntryKey(dst, key, value.size());
+  dst->append(value);
+}
+
+void AppendLogRecordEntryKey(std::string* dst, std::string_view key,
+                             size_t value_size) {
   PutLengthPrefixed(dst, key);
-  PutLengthPrefixed(dst, value);
+  PutVarint64(dst, value_size);
 }
 
 void AppendLogRecordWrites(std::string* dst, int64_t last_ts,

@@ -44,6 +44,11 @@ void AppendLogRecordHeader(std::string* dst, uint64_t last_seq,
                            int64_t last_ts);
 void AppendLogRecordEntry(std::string* dst, std::string_view key,
                           std::string_view value);
+// The same without the value's bytes, which must follow (a writer that
+// passes a large value to the log where it is, LogWriter::AddRecord with
+// pieces).
+void AppendLogRecordEntryKey(std::string* dst, std::string_view key,
+                             size_t value_size);
 // REQUIRES: every write's timestamp <= last_ts of the header.
 void AppendLogRecordWrites(std::string* dst, int64_t last_ts,
                            const std::vector<LogRecordWrite>& writes);

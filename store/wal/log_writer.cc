@@ -31,10 +31,13 @@ Status LogWriter::Fail(Status status) {
   return status;
 }
 
-Status LogWriter::AddRecord(std::string_view payload) {
+Status LogWriter::AddRecord(std::span<const std::string_view> pieces) {
   if (!error_.ok()) return error_;
   if (closed_)
     return Status::InvalidArgument("log writer: AddRecord after Close");
+  size_t left = 0;
+  for (std::string_view p : pieces) left += p.size();
+  size_t piece = 0, offset = 0;  // where the next fragment's bytes start
   bool first = true;
   // An empty record still emits one (empty) kFull fragment, hence do/while.
   do {
@@ -50,30 +53,42 @@ Status LogWriter::AddRecord(std::string_view payload) {
       block_offset_ = 0;
       left_in_block = kLogBlockSize;
     }
-    size_t n = std::min(payload.size(), left_in_block - kLogHeaderSize);
-    bool last = n == payload.size();
+    size_t n = std::min(left, left_in_block - kLogHeaderSize);
+    bool last = n == left;
     LogFragmentType type = first && last ? LogFragmentType::kFull
                            : first       ? LogFragmentType::kFirst
                            : last        ? LogFragmentType::kLast
                                          : LogFragmentType::kMiddle;
-    TABLETFS_RETURN_IF_ERROR(
-        EmitFragment(static_cast<uint8_t>(type), payload.substr(0, n)));
-    payload.remove_prefix(n);
+    TABLETFS_RETURN_IF_ERROR(EmitFragment(static_cast<uint8_t>(type), pieces,
+                                          &piece, &offset, n));
+    left -= n;
     first = false;
-  } while (!payload.empty());
+  } while (left > 0);
   return Status::OK();
 }
 
-Status LogWriter::EmitFragment(uint8_t type, std::string_view payload) {
-  assert(payload.size() <= kLogMaxFragmentPayload);
-  assert(block_offset_ + kLogHeaderSize + payload.size() <= kLogBlockSize);
+Status LogWriter::EmitFragment(uint8_t type,
+                               std::span<const std::string_view> pieces,
+                               size_t* piece, size_t* offset, size_t n) {
+  assert(n <= kLogMaxFragmentPayload);
+  assert(block_offset_ + kLogHeaderSize + n <= kLogBlockSize);
   // Build header and payload in one buffer so the checksum covers length,
   // type and payload as one contiguous run and the file sees one Append.
   fragment_.resize(kLogHeaderSize);
-  fragment_[kLogChecksumSize] = static_cast<char>(payload.size() & 0xff);
-  fragment_[kLogChecksumSize + 1] = static_cast<char>(payload.size() >> 8);
+  fragment_[kLogChecksumSize] = static_cast<char>(n & 0xff);
+  fragment_[kLogChecksumSize + 1] = static_cast<char>(n >> 8);
   fragment_[kLogChecksumSize + 2] = static_cast<char>(type);
-  fragment_.append(payload);
+  for (size_t want = n; want > 0;) {
+    std::string_view p = pieces[*piece].substr(*offset);
+    const size_t take = std::min(want, p.size());
+    fragment_.append(p.substr(0, take));
+    want -= take;
+    *offset += take;
+    if (*offset == pieces[*piece].size()) {
+      ++*piece;
+      *offset = 0;
+    }
+  }
   EncodeFixed64(
       fragment_.data(),
       Checksum64(std::string_view(fragment_).substr(kLogChecksumSize)));
@@ -82,8 +97,8 @@ Status LogWriter::EmitFragment(uint8_t type, std::string_view payload) {
     return Fail(
         s.WithContext("log writer: append at offset " + std::to_string(size_)));
   }
-  size_ += kLogHeaderSize + payload.size();
-  block_offset_ += kLogHeaderSize + payload.size();
+  size_ += kLogHeaderSize + n;
+  block_offset_ += kLogHeaderSize + n;
   return Status::OK();
 }
 

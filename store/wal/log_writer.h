@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -50,7 +51,12 @@ class LogWriter {
 
   // Appends one record (any length, including 0). The record reads back
   // whole or not at all.
-  Status AddRecord(std::string_view payload);
+  Status AddRecord(std::string_view payload) {
+    return AddRecord(std::span<const std::string_view>(&payload, 1));
+  }
+  // The same for the record that is `pieces` one after another (a large
+  // value is not copied into a contiguous record first).
+  Status AddRecord(std::span<const std::string_view> pieces);
   // Hands every added record to the OS.
   Status Flush();
   // Makes every added record durable (the file's name too, when constructed
@@ -71,7 +77,10 @@ class LogWriter {
   uint64_t size() const { return size_; }
 
  private:
-  Status EmitFragment(uint8_t type, std::string_view payload);
+  // Emits the next `n` bytes of the pieces from (*piece, *offset) on as one
+  // fragment, advancing the position.
+  Status EmitFragment(uint8_t type, std::span<const std::string_view> pieces,
+                      size_t* piece, size_t* offset, size_t n);
   Status Fail(Status status);
 
   std::unique_ptr<WritableFile> file_;

@@ -227,6 +227,42 @@ TEST(LogTest, RecordsAtBlockBoundaries) {
   }
 }
 
+// A record given as pieces (a large value passed where it is) writes the
+// same bytes as the pieces joined: pieces of every size, empty ones, and
+// piece ends at and around fragment ends.
+TEST(LogTest, RecordFromPiecesIsTheJoinedRecord) {
+  std::mt19937_64 rng(3);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::string> parts;
+    const size_t count = 1 + rng() % 6;
+    for (size_t i = 0; i < count; ++i) {
+      static constexpr size_t kSizes[] = {0, 1, 7, kLogMaxFragmentPayload - 1,
+                                          kLogMaxFragmentPayload,
+                                          kLogMaxFragmentPayload + 1,
+                                          100000};
+      const size_t n = round % 2 ? kSizes[rng() % std::size(kSizes)]
+                                 : rng() % (3 * kLogBlockSize);
+      parts.push_back(RandomString(&rng, n));
+    }
+    std::vector<std::string_view> pieces(parts.begin(), parts.end());
+    std::string joined;
+    for (const std::string& p : parts) joined += p;
+    const std::string lead = RandomString(&rng, rng() % kLogBlockSize);
+    std::string by_pieces, whole;
+    LogWriter a(std::make_unique<StringSink>(&by_pieces));
+    LogWriter b(std::make_unique<StringSink>(&whole));
+    ASSERT_TRUE(a.AddRecord(lead).ok());
+    ASSERT_TRUE(b.AddRecord(lead).ok());
+    ASSERT_TRUE(a.AddRecord(pieces).ok());
+    ASSERT_TRUE(b.AddRecord(joined).ok());
+    ASSERT_EQ(a.size(), b.size()) << "round " << round;
+    ASSERT_EQ(by_pieces, whole) << "round " << round;
+    ReadAll r = ReadLog(by_pieces);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    ASSERT_EQ(r.records, (std::vector<std::string>{lead, joined}));
+  }
+}
+
 TEST(LogTest, ManyRecords) {
   std::mt19937_64 rng(3);
   LogFile log;

@@ -20,6 +20,7 @@ std::string DbStats::ToString() const {
   out << "value_file_bytes " << value_file_bytes << "\n";
   out << "log_bytes " << log_bytes << "\n";
   out << "flushes " << flushes << "\n";
+  out << "flushes_during_compactions " << flushes_during_compactions << "\n";
   out << "compactions " << compactions << "\n";
   out << "compactions_pending " << compactions_pending << "\n";
   out << "bytes_written_by_user " << bytes_written_by_user << "\n";

@@ -24,6 +24,9 @@ struct DbStats {
   uint64_t value_file_bytes = 0;
   uint64_t log_bytes = 0;
   uint64_t flushes = 0;
+  // Of those, flushes run between the entries of a compaction (which
+  // would otherwise have waited for it).
+  uint64_t flushes_during_compactions = 0;
   uint64_t compactions = 0;
   uint64_t compactions_pending = 0;
   uint64_t bytes_written_by_user = 0;  // keys + values applied

@@ -197,6 +197,7 @@ Status DBImpl::SwitchLog() {
 void DBImpl::FreezeTablet(Tablet* t, bool wake) {
   if (t->mem->entries() == 0) return;
   t->imm.push_back(t->FrozenMem(++freeze_order_));
+  freezes_.fetch_add(1, std::memory_order_relaxed);
   t->mem = std::make_shared<MemTable>();
   ++tablet_generation_;
   t->mem_first_log = kNoLog;
@@ -885,6 +886,7 @@ DbStats DBImpl::GetStats() {
   s.tablet_max_pause_micros = stat_max_pause_micros_;
   s.log_bytes = log_file_bytes_;
   s.flushes = stat_flushes_;
+  s.flushes_during_compactions = stat_flushes_during_compactions_;
   s.compactions = stat_compactions_;
   s.compactions_pending = NeedsCompaction() ? 1 : 0;
   s.bytes_written_by_user = stat_bytes_user_;

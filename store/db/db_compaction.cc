@@ -227,7 +227,16 @@ Status DBImpl::WriteTables(
 Status DBImpl::AddEntries(Iterator* iter, CompactionFilter* filter,
                           bool move_large_values, TableOutputs* out) {
   ParsedKey p;
+  uint64_t freezes = freezes_.load(std::memory_order_relaxed);
   for (iter->SeekToFirst(); iter->Valid(); iter->Next()) {
+    // A compaction (it has a filter) can take seconds on the one background
+    // thread: memtables frozen meanwhile are flushed between its entries,
+    // as LevelDB does, so writers do not stall behind it.
+    if (filter != nullptr &&
+        freezes_.load(std::memory_order_relaxed) != freezes) {
+      freezes = freezes_.load(std::memory_order_relaxed);
+      TABLETFS_RETURN_IF_ERROR(FlushDuringCompaction());
+    }
     std::string_view key = iter->key();
     if (!ParseInternalKey(key, &p)) {
       return Status::Corruption(
@@ -239,6 +248,16 @@ Status DBImpl::AddEntries(Iterator* iter, CompactionFilter* filter,
         out->Add(key, iter->value(), p, move_large_values));
   }
   return iter->status();
+}
+
+Status DBImpl::FlushDuringCompaction() {
+  MutexLock l(&mu_);
+  while (std::shared_ptr<Tablet> t = NextFlush()) {
+    TABLETFS_RETURN_IF_ERROR(FlushImmutable(std::move(t)));
+    ++stat_flushes_during_compactions_;
+    done_cv_.SignalAll();  // writers waiting for room
+  }
+  return Status::OK();
 }
 
 // ---------------------------------------------------------------------------

@@ -464,6 +464,9 @@ class DBImpl final : public DB {
   // (WriteTables' loop). The iterator's or the files' error.
   Status AddEntries(Iterator* iter, CompactionFilter* filter,
                     bool move_large_values, TableOutputs* out) EXCLUDES(mu_);
+  // Flushes every frozen memtable, from inside a compaction's loop (on the
+  // background thread: nothing else changes the tablets meanwhile).
+  Status FlushDuringCompaction() EXCLUDES(mu_);
   // Table options whose compression, per block, is that of the family of
   // its first key in `tables` (lz4 for markers and unknown families).
   // REQUIRES: `tables` outlives the options.
@@ -645,6 +648,10 @@ class DBImpl final : public DB {
   uint64_t stat_commit_syncs_ GUARDED_BY(mu_) = 0;
   uint64_t stat_commit_sync_micros_ GUARDED_BY(mu_) = 0;
   uint64_t stat_flushes_ GUARDED_BY(mu_) = 0;
+  // Memtables frozen (FreezeTablet): a compaction watches it, without mu_,
+  // for flushes to run between its entries.
+  std::atomic<uint64_t> freezes_{0};
+  uint64_t stat_flushes_during_compactions_ GUARDED_BY(mu_) = 0;
   uint64_t stat_compactions_ GUARDED_BY(mu_) = 0;
   uint64_t stat_write_stalls_ GUARDED_BY(mu_) = 0;
   uint64_t stat_write_delays_ GUARDED_BY(mu_) = 0;

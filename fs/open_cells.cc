@@ -17,11 +17,9 @@ int64_t NowMicros() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
-// A pending value growing past kReserveAllAbove bytes gets room for the
-// largest value (OpenCell::Write), at most kReserveAtMost: address space,
-// not memory, until written.
-constexpr size_t kReserveAllAbove = 1 << 20;
-constexpr size_t kReserveAtMost = 256 << 20;
+// A pending value growing past this many bytes grows eightfold
+// (OpenCell::Write).
+constexpr size_t kGrowFasterAbove = 1 << 20;
 
 FsError TooBig(size_t limit, uint64_t end) {
   return FsError::Of(EFBIG, ValueLimitReason(limit) +
@@ -280,11 +278,11 @@ FsError OpenCell::Write(uint64_t id, off_t offset, std::string_view data) {
     Refuse(id, EFBIG);
     return TooBig(max_value_bytes_, end);
   }
-  if (end > value_.capacity() && end > kReserveAllAbove) {
-    // Room for the largest value at once: the memory is only mapped, and
-    // its pages are touched as bytes arrive, so a large sequential write
-    // is not copied again at each doubling of the buffer.
-    value_.reserve(std::min(max_value_bytes_, kReserveAtMost));
+  if (end > value_.capacity() && end > kGrowFasterAbove) {
+    // Eight times the room (only mapped: pages are touched as bytes
+    // arrive), so a large sequential write is copied twice on its way to
+    // 64 MiB, not at each doubling of the buffer.
+    value_.reserve(std::min<uint64_t>(max_value_bytes_, 8 * end));
   }
   // A hole before `start` reads as zeros; the rest is written over (and
   // past the end) without clearing it first.

@@ -695,8 +695,9 @@ Status DBImpl::FlushImmutable(std::shared_ptr<Tablet> t) {
   // the flushed memtable's last sequence: after a merge the frozen
   // memtables of the two halves interleave in sequence.
   uint64_t after = t->mem_first_log;
-  uint64_t flushed_seq =
-      t->mem_first_log == kNoLog ? last_seq_ : t->mem_first_seq - 1;
+  uint64_t flushed_seq = t->mem_first_log == kNoLog
+                             ? SequenceBeforeUnwritten()
+                             : t->mem_first_seq - 1;
   for (size_t i = 1; i < t->imm.size(); ++i) {
     after = std::min(after, t->imm[i].first_log);
     flushed_seq = std::min(flushed_seq, t->imm[i].first_seq - 1);

@@ -228,14 +228,21 @@ Status DBImpl::AddEntries(Iterator* iter, CompactionFilter* filter,
                           bool move_large_values, TableOutputs* out) {
   ParsedKey p;
   uint64_t freezes = freezes_.load(std::memory_order_relaxed);
+  bool flush_between = filter != nullptr;
   for (iter->SeekToFirst(); iter->Valid(); iter->Next()) {
     // A compaction (it has a filter) can take seconds on the one background
     // thread: memtables frozen meanwhile are flushed between its entries,
-    // as LevelDB does, so writers do not stall behind it.
-    if (filter != nullptr &&
-        freezes_.load(std::memory_order_relaxed) != freezes) {
+    // as LevelDB does, so writers do not stall behind it. Out of space,
+    // the compaction goes on (it may be what frees space, ReclaimStep) and
+    // the flush is retried after it.
+    if (flush_between && freezes_.load(std::memory_order_relaxed) != freezes) {
       freezes = freezes_.load(std::memory_order_relaxed);
-      TABLETFS_RETURN_IF_ERROR(FlushDuringCompaction());
+      Status s = FlushDuringCompaction();
+      if (s.IsNoSpace()) {
+        flush_between = false;
+      } else if (!s.ok()) {
+        return s;
+      }
     }
     std::string_view key = iter->key();
     if (!ParseInternalKey(key, &p)) {

@@ -423,6 +423,14 @@ class DBImpl final : public DB {
   std::shared_ptr<Tablet> NextFlush() REQUIRES(mu_);
   // Flushes t->imm.front() (unlocks mu_ while writing).
   Status FlushImmutable(std::shared_ptr<Tablet> t) REQUIRES(mu_);
+  // A sequence below every entry not yet in a memtable: last_seq_, or below
+  // the group being written to the log (UpdateFamily may have taken a
+  // number above its first meanwhile).
+  uint64_t SequenceBeforeUnwritten() REQUIRES(mu_) {
+    return inflight_first_seq_ == 0
+               ? last_seq_
+               : std::min(last_seq_, inflight_first_seq_ - 1);
+  }
   // The commit thread: CommitLog() every options_.commit_interval until
   // shutdown.
   void CommitLoop() EXCLUDES(mu_);
@@ -647,6 +655,9 @@ class DBImpl final : public DB {
   uint64_t stat_log_syncs_ GUARDED_BY(mu_) = 0;
   uint64_t stat_commit_syncs_ GUARDED_BY(mu_) = 0;
   uint64_t stat_commit_sync_micros_ GUARDED_BY(mu_) = 0;
+  // The first sequence of the group a leader is writing to the log (0:
+  // none), from its CommitGroup's unlock until its memtables are filled.
+  uint64_t inflight_first_seq_ GUARDED_BY(mu_) = 0;
   uint64_t stat_flushes_ GUARDED_BY(mu_) = 0;
   // Memtables frozen (FreezeTablet): a compaction watches it, without mu_,
   // for flushes to run between its entries.

@@ -483,6 +483,7 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
   }
   pieces.push_back(std::string_view(record).substr(done));
   const uint64_t routed = tablet_generation_;
+  inflight_first_seq_ = batch->first_seq;
   mu_.Unlock();
   // Only the leader appends to the log. A split, merge or freeze may
   // change the tablets meanwhile (the log write can block for
@@ -493,8 +494,10 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
   if (status.ok()) FillMemtables(routed, batch);
   leader_filling_ = false;
   if (writers_quiesced_) fill_cv_.SignalAll();
+  inflight_first_seq_ = 0;
+  // max: UpdateFamily may have taken a number meanwhile (its `since`).
   if (status.ok()) {
-    last_seq_ = batch->seq;
+    last_seq_ = std::max(last_seq_, batch->seq);
     if (changes_.HasSubscribers()) PublishGroup(group);
     mem_added_ += record_size;
     stat_bytes_user_ += group_bytes;
@@ -514,7 +517,7 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
     // The numbers are burnt, never reused: the record may have reached
     // the old log whole (then it replays after a crash, like any write
     // whose outcome the caller could not learn).
-    last_seq_ = batch->seq;
+    last_seq_ = std::max(last_seq_, batch->seq);
     // The log may end in a partial record; it reads back as a torn tail
     // only if nothing follows it, so later writes go to a new log. The
     // failure is not sticky: the write can be retried once space returns.

@@ -383,7 +383,12 @@ def tablets_section(rows, out):
                        ("scan_deletephase_max_us",
                         "20-row scan max, delete phase"),
                        ("write_seconds", "write phase (s)"),
-                       ("delete_seconds", "delete + compaction phase (s)")]:
+                       ("delete_seconds", "delete + compaction phase (s)"),
+                       ("write_stalls", "write stalls (memory or level 0)"),
+                       ("write_delays", "write delays (level-0 slowdown)"),
+                       ("flushes", "flushes in the write phase"),
+                       ("flushes_during_compactions",
+                        "of them during a compaction")]:
         digits = 2 if key.endswith("seconds") else 0
         out.append(f"| {label} | {cell([r.get(key) for r in on], digits)} | "
                    f"{cell([r.get(key) for r in off], digits)} |")

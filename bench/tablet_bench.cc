@@ -302,11 +302,15 @@ int Run(const Flags& flags) {
       ",\"value_size\":%zu,\"writers\":%d,\"deletes\":%" PRIu64
       ",\"splits\":%" PRIu64 ",\"merges\":%" PRIu64 ",\"tablets_peak\":%" PRIu64
       ",\"tablets\":%" PRIu64 ",\"max_pause_us\":%" PRIu64
+      ",\"write_stalls\":%" PRIu64 ",\"write_delays\":%" PRIu64
+      ",\"flushes\":%" PRIu64 ",\"flushes_during_compactions\":%" PRIu64
       ",\"write_seconds\":%.2f,\"delete_seconds\":%.2f,\"reads_found\":%" PRIu64
       ",%s,%s,%s,%s,%s,%s,%s,%s}\n",
       flags.label.c_str(), flags.split_bytes, flags.num, flags.value_size,
       flags.writers, deletes, stats.tablet_splits, stats.tablet_merges,
       after_writes.tablets, stats.tablets, stats.tablet_max_pause_micros,
+      after_writes.write_stalls, after_writes.write_delays,
+      after_writes.flushes, after_writes.flushes_during_compactions,
       secs(t1 - t0), secs(t2 - t1), reads_found.load(),
       writes.Json("write").c_str(), dels.Json("delete").c_str(),
       reads.Json("read").c_str(), scans.Json("scan").c_str(),

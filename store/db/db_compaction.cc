@@ -310,6 +310,11 @@ bool DBImpl::PickCompaction(Compaction* c) {
       continue;
     }
     double l0 = static_cast<double>(v.levels[0].size()) / kL0CompactionTrigger;
+    if (l0 < 1 && !v.levels[0].empty() &&
+        v.overlapped_reads.load(std::memory_order_relaxed) >=
+            ReadCompactionThreshold(v)) {
+      l0 = 1;  // reads search level 0 and a deeper level too often
+    }
     if (l0 >= 1 && l0 > best) {
       best = l0;
       best_level = 0;

@@ -179,8 +179,11 @@ namespace {
 // empty, one of them. The row prefix goes first: every key adds it, so one
 // probe rules out a file that holds nothing of the row. Each candidate's
 // filter line for the row is prefetched before any is probed: a probe is a
-// cache miss, and the candidates' misses then overlap.
-void AddPointFileIterators(TableCache* cache, const Version& version,
+// cache miss, and the candidates' misses then overlap. A read that
+// searches a level-0 file and another file counts as overlapped
+// (Version::overlapped_reads); true when it is the one that reaches
+// ReadCompactionThreshold.
+bool AddPointFileIterators(TableCache* cache, const Version& version,
                            std::string_view row_prefix,
                            std::span<const std::string_view> cell_keys,
                            std::atomic<uint64_t>* bloom_useful,
@@ -204,6 +207,7 @@ void AddPointFileIterators(TableCache* cache, const Version& version,
     }
     consider(*f);
   }
+  const size_t level0_tables = tables.size();
   for (int level = 1; level < Version::kNumLevels; ++level) {
     const auto& files = version.levels[level];
     auto it = std::lower_bound(
@@ -218,7 +222,9 @@ void AddPointFileIterators(TableCache* cache, const Version& version,
     }
     consider(f);
   }
-  for (const std::shared_ptr<Table>& table : tables) {
+  size_t searched = 0, level0_searched = 0;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const std::shared_ptr<Table>& table = tables[i];
     bool may_contain = table->MayContain(row_key);
     if (may_contain && !cell_keys.empty()) {
       may_contain = false;
@@ -233,8 +239,14 @@ void AddPointFileIterators(TableCache* cache, const Version& version,
       bloom_useful->fetch_add(1, std::memory_order_relaxed);
       continue;
     }
+    ++searched;
+    if (i < level0_tables) ++level0_searched;
     children->push_back(table->NewIterator());
   }
+  if (level0_searched == 0 || searched < 2) return false;
+  return version.overlapped_reads.fetch_add(1, std::memory_order_relaxed) +
+             1 ==
+         ReadCompactionThreshold(version);
 }
 
 // What a point read reuses from the previous one on its thread: the cursor
@@ -293,8 +305,13 @@ void DBImpl::StartPointCursor(const ReadState& state,
   std::vector<std::unique_ptr<Iterator>> children;
   children.reserve(view.mems.size() + 4);
   for (const auto& m : view.mems) children.push_back(MemTable::NewIterator(m));
-  AddPointFileIterators(table_cache_.get(), *view.version, row_prefix,
-                        cell_keys, &stat_bloom_useful_, &children);
+  if (AddPointFileIterators(table_cache_.get(), *view.version, row_prefix,
+                            cell_keys, &stat_bloom_useful_, &children)) {
+    // Reads now pay for the version's level 0: let the background thread
+    // compact it (PickCompaction), even with no write to wake it.
+    MutexLock l(&mu_);
+    bg_cv_.Signal();
+  }
   CursorOptions& co = *cursor->mutable_options();
   co.view_seq = state.view_seq;
   co.epoch_view_seq = state.epoch_view;

@@ -30,6 +30,12 @@ void Tablet::SetRange(std::string start, std::string end) {
   hi = end_row.empty() ? TableHighKey(table_id) : RowPrefix(table_id, end_row);
 }
 
+uint64_t ReadCompactionThreshold(const Version& v) {
+  uint64_t bytes = 0;
+  for (const auto& f : v.levels[0]) bytes += f->size;
+  return std::max<uint64_t>(1000, bytes / (16 << 10));
+}
+
 uint64_t Tablet::OldestLog() const {
   uint64_t oldest = mem_first_log;
   for (const Immutable& i : imm) oldest = std::min(oldest, i.first_log);

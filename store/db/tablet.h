@@ -14,6 +14,7 @@
 #ifndef TABLETFS_STORE_DB_TABLET_H_
 #define TABLETFS_STORE_DB_TABLET_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -32,10 +33,27 @@ namespace tabletfs {
 // shared by readers, scanners and compactions that use it.
 struct Version {
   static constexpr int kNumLevels = tabletfs::kNumLevels;
+  Version() = default;
+  // A copy (the start of the next version) counts overlapped reads anew.
+  Version(const Version& other) {
+    for (int i = 0; i < kNumLevels; ++i) levels[i] = other.levels[i];
+  }
+  Version& operator=(const Version&) = delete;
+
   // Level 0: newest file first (files may overlap). Levels >= 1: sorted by
   // smallest key, disjoint.
   std::vector<std::shared_ptr<const FileMeta>> levels[kNumLevels];
+  // Point reads of this version that searched a level-0 file and another
+  // file as well (LevelDB's seek compaction): past
+  // ReadCompactionThreshold() its level 0 is compacted though it holds
+  // fewer files than the trigger.
+  mutable std::atomic<uint64_t> overlapped_reads{0};
 };
+
+// Overlapped reads (Version::overlapped_reads) after which a version's
+// level 0 is compacted: one per 16 KiB of level-0 data, at least 1,000
+// (LevelDB allows a file size / 16 KiB wasted seeks, at least 100).
+uint64_t ReadCompactionThreshold(const Version& v);
 
 // A frozen memtable waiting for its flush.
 struct Immutable {

@@ -422,6 +422,41 @@ TEST_F(DBTest, LargeValuesInOneRecordSurviveReplay) {
   }
 }
 
+// Rows overwritten after a flush are in two level-0 files... or one and
+// level 1: every point read searches both, though level 0 is under the
+// 4-file trigger. Reads that search level 0 and another file past
+// ReadCompactionThreshold (1,000 here) compact level 0 (LevelDB's seek
+// compaction); later reads search one file.
+TEST_F(DBTest, ReadsThatSearchTwoFilesCompactLevelZero) {
+  MakeTable("t", {"f"});
+  auto row = [](int i) { return std::string("row").append(std::to_string(i)); };
+  constexpr int kRows = 2000;
+  for (int version = 1; version <= 2; ++version) {
+    const std::string value = version == 1 ? "v1" : "v2";
+    for (int i = 0; i < kRows; ++i) Put("t", row(i), "f", "q", version, value);
+    ASSERT_TRUE(db_->Flush().ok());
+  }
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  auto level0_files = [&] {
+    DbStats stats = db_->GetStats();
+    return stats.levels.empty() ? 0 : stats.levels[0].files;
+  };
+  ASSERT_EQ(level0_files(), 2u) << db_->GetStats().ToString();
+  const uint64_t compactions = db_->GetStats().compactions;
+  for (int i = 0; i < kRows; ++i) {
+    ASSERT_EQ(Get("t", row(i), "f", "q"), "2:v2");
+  }
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  DbStats stats = db_->GetStats();
+  EXPECT_GT(stats.compactions, compactions) << stats.ToString();
+  EXPECT_EQ(level0_files(), 0u) << stats.ToString();
+  ReadOptions all;
+  all.max_versions = 0;
+  for (int i = 0; i < kRows; i += 97) {
+    EXPECT_EQ(Get("t", row(i), "f", "q", all), "2:v2,1:v1");
+  }
+}
+
 TEST_F(DBTest, AppendIncrementCheckAndMutate) {
   MakeTable("t", {"f"});
   WriteOptions wo;

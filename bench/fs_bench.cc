@@ -7,6 +7,9 @@
 //       TABLE/ROW/FAMILY/QUALIFIER and the same tree on any filesystem.
 //   tabletfs_fsbench stat PATH SECONDS
 //       stat(2) on PATH in a loop for SECONDS.
+//   tabletfs_fsbench open PATH SECONDS
+//       open(2) read-only and close(2) of PATH in a loop for SECONDS: what a
+//       cat of a cached file costs beyond its read.
 //   tabletfs_fsbench write PATH MIB
 //       Writes MIB MiB sequentially in 1 MiB writes (O_CREAT|O_TRUNC) and
 //       closes: tabletfs commits at close, so close is part of the time.
@@ -177,10 +180,30 @@ int ReadFile(const std::string &path) {
   return 0;
 }
 
+int OpenLoop(const std::string &path, double seconds) {
+  uint64_t calls = 0;
+  Clock::time_point start = Clock::now();
+  double elapsed = 0;
+  do {
+    for (int i = 0; i < 64; ++i) {
+      int fd = open(path.c_str(), O_RDONLY);
+      if (fd < 0) return Fail("open", path);
+      if (close(fd) != 0) return Fail("close", path);
+    }
+    calls += 64;
+    elapsed = Since(start);
+  } while (elapsed < seconds);
+  std::printf("fsbench {\"op\":\"open\",\"calls\":%" PRIu64
+              ",\"seconds\":%.6f,\"calls_per_s\":%.1f,\"us_per_call\":%.2f}\n",
+              calls, elapsed, calls / elapsed, elapsed * 1e6 / calls);
+  return 0;
+}
+
 int Usage() {
   std::fprintf(stderr,
                "usage: tabletfs_fsbench create ROOT DIRS FILES [SEED]\n"
                "       tabletfs_fsbench stat PATH SECONDS\n"
+               "       tabletfs_fsbench open PATH SECONDS\n"
                "       tabletfs_fsbench write PATH MIB\n"
                "       tabletfs_fsbench read PATH\n");
   return 2;
@@ -198,11 +221,12 @@ int main(int argc, char **argv) {
       (argc == 5 || ParseCount(argv[5], &seed))) {
     return Create(path, a, b, seed);
   }
-  if (command == "stat" && argc == 4) {
+  if ((command == "stat" || command == "open") && argc == 4) {
     char *end = nullptr;
     double seconds = std::strtod(argv[3], &end);
     if (end != argv[3] && *end == '\0' && seconds > 0) {
-      return StatLoop(path, seconds);
+      return command == "stat" ? StatLoop(path, seconds)
+                               : OpenLoop(path, seconds);
     }
   }
   if (command == "write" && argc == 4 && ParseCount(argv[3], &a) && a > 0) {

@@ -215,7 +215,9 @@ Result<std::unique_ptr<ChangeSubscription>> DBImpl::Subscribe(
         std::to_string(since) + " is older");
   }
   // Registered under mu_, where commits publish: the live queue takes
-  // every commit after last_seq_, the logs hold every one up to it.
+  // every commit after the end below, the logs hold every one up to it
+  // (not last_seq_ itself: UpdateFamily may have raised it into the group
+  // being written, which is published live when it lands).
   TABLETFS_ASSIGN_OR_RETURN(std::unique_ptr<ChangeSubscription> live,
                             changes_.Subscribe(options));
   std::map<uint32_t, std::shared_ptr<const TableState>> tables;
@@ -236,7 +238,7 @@ Result<std::unique_ptr<ChangeSubscription>> DBImpl::Subscribe(
   return std::unique_ptr<ChangeSubscription>(
       std::make_unique<HistorySubscription>(this, options, std::move(live),
                                             std::move(tables), std::move(logs),
-                                            last_seq_));
+                                            SequenceBeforeUnwritten()));
 }
 
 }  // namespace tabletfs

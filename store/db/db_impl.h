@@ -425,7 +425,8 @@ class DBImpl final : public DB {
   Status FlushImmutable(std::shared_ptr<Tablet> t) REQUIRES(mu_);
   // A sequence below every entry not yet in a memtable: last_seq_, or below
   // the group being written to the log (UpdateFamily may have taken a
-  // number above its first meanwhile).
+  // number above its first meanwhile). Flushes, reads, snapshots and
+  // change subscriptions take it, never a number inside that group.
   uint64_t SequenceBeforeUnwritten() REQUIRES(mu_) {
     return inflight_first_seq_ == 0
                ? last_seq_

@@ -110,7 +110,9 @@ Result<DBImpl::ReadState> DBImpl::PinReadState(std::string_view table,
       if (t->lo < hi && lo < t->hi) pin(*t);
     }
   }
-  state.view_seq = snap != nullptr ? snap->seq() : last_seq_;
+  // Not last_seq_: UpdateFamily may have raised it into the group being
+  // written, whose later entries are not in the memtables yet.
+  state.view_seq = snap != nullptr ? snap->seq() : SequenceBeforeUnwritten();
   state.epoch_view = snap != nullptr ? snap->seq() : kMaxSequence;
   return state;
 }
@@ -244,9 +246,13 @@ bool AddPointFileIterators(TableCache* cache, const Version& version,
     children->push_back(table->NewIterator());
   }
   if (level0_searched == 0 || searched < 2) return false;
-  return version.overlapped_reads.fetch_add(1, std::memory_order_relaxed) +
-             1 ==
-         ReadCompactionThreshold(version);
+  // Past the threshold the count stays: no more writes to its line.
+  const uint64_t threshold = ReadCompactionThreshold(version);
+  if (version.overlapped_reads.load(std::memory_order_relaxed) >= threshold) {
+    return false;
+  }
+  return version.overlapped_reads.fetch_add(1, std::memory_order_relaxed) + 1 ==
+         threshold;
 }
 
 // What a point read reuses from the previous one on its thread: the cursor
@@ -431,8 +437,9 @@ Result<std::unique_ptr<Scanner>> DBImpl::NewScanner(
 
 std::shared_ptr<const Snapshot> DBImpl::GetSnapshot() {
   MutexLock l(&mu_);
-  snapshots_.insert(last_seq_);
-  return std::make_shared<SnapshotImpl>(this, last_seq_);
+  const uint64_t seq = SequenceBeforeUnwritten();  // as PinReadState
+  snapshots_.insert(seq);
+  return std::make_shared<SnapshotImpl>(this, seq);
 }
 
 void DBImpl::ReleaseSnapshot(uint64_t seq) {

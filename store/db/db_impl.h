@@ -236,6 +236,10 @@ class DBImpl final : public DB {
     // The writes that committed entries, each with its entries' count.
     std::vector<LogRecordWrite> writes;
     std::vector<std::shared_ptr<MemTable>> mems;
+    // The log record (CommitGroup): values written from where they are,
+    // each with its offset in the record's small parts, and the pieces.
+    std::vector<std::pair<size_t, std::string_view>> in_place;
+    std::vector<std::string_view> pieces;
     uint64_t first_seq = 0;  // of its first entry
     uint64_t seq = 0;        // of its last entry
     int64_t ts = 0;
@@ -246,6 +250,8 @@ class DBImpl final : public DB {
       entries.clear();
       writes.clear();
       mems.clear();
+      in_place.clear();
+      pieces.clear();
       first_seq = 0;
       seq = 0;
       ts = 0;

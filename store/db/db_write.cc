@@ -456,7 +456,7 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
   // kLogValueInPlaceBytes or more where they are, each at its offset in
   // `record` (a 64 MiB cell is not copied into the record first).
   std::string record;
-  std::vector<std::pair<size_t, std::string_view>> in_place;
+  auto& in_place = batch->in_place;
   size_t record_bytes = 30 + 12 * batch->writes.size();
   for (const GroupEntry& e : batch->entries) {
     record_bytes += e.key.size() + 10;
@@ -473,7 +473,7 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
     }
   }
   AppendLogRecordWrites(&record, batch->ts, batch->writes);
-  std::vector<std::string_view> pieces;
+  auto& pieces = batch->pieces;
   size_t record_size = record.size(), done = 0;
   for (const auto& [offset, value] : in_place) {
     pieces.push_back(std::string_view(record).substr(done, offset - done));

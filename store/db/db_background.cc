@@ -73,6 +73,21 @@ Status DBImpl::FinishRecovery(const std::vector<uint64_t>& old_logs) {
     edit.added_files.insert(edit.added_files.end(), outputs.begin(),
                             outputs.end());
   }
+  // The values the replayed entries point at were maybe never synced
+  // (written at commit, beside the log): durable before the manifest names
+  // them and the logs go.
+  std::set<uint64_t> values;
+  {
+    MutexLock l(&mu_);
+    values.swap(replayed_value_files_);
+  }
+  for (uint64_t vf : values) {
+    const std::string path = FileName(vf, ".vlf");
+    Result<std::unique_ptr<WritableFile>> f = env_->NewAppendableFile(path);
+    if (!f.ok()) return f.status().WithContext(path);
+    TABLETFS_RETURN_IF_ERROR((*f)->Sync().WithContext(path));
+    TABLETFS_RETURN_IF_ERROR((*f)->Close().WithContext(path));
+  }
   uint64_t new_log = NewFileNumber();
   {
     MutexLock l(&mu_);
@@ -137,7 +152,8 @@ void DBImpl::RollLogAfterFailure() {
     // torn tail), so that, like every switched log, it is durable before
     // anything in the next one can be (the commit interval and synced
     // writes sync only the current log).
-    synced = log_->SyncFlushed();
+    synced = CloseLogValues();
+    if (synced.ok() || synced.IsNotSupported()) synced = log_->SyncFlushed();
     log_ = std::make_unique<LogWriter>(std::move(*file));
     log_synced_bytes_ = 0;
   }
@@ -170,8 +186,9 @@ Status DBImpl::SwitchLog() {
   Status s;
   {
     MutexLock lg(&log_mu_);
-    AwaitLogIdle();  // a commit may be syncing the old log
-    s = log_->Sync();
+    AwaitLogIdle();        // a commit may be syncing the old log
+    s = CloseLogValues();  // its values before it
+    if (s.ok()) s = log_->Sync();
     if (s.ok()) s = log_->Close();
     if (s.ok()) {
       log_ = std::make_unique<LogWriter>(std::move(*file));
@@ -215,7 +232,7 @@ uint64_t DBImpl::FrozenBytes() {
   for (const auto& [id, t] : tablets_) {
     for (const Immutable& i : t->imm) {
       if (seen.insert(i.mem.get()).second) {
-        bytes += i.mem->ApproximateMemoryUsage();
+        bytes += i.mem->ChargedBytes();
       }
     }
   }
@@ -253,8 +270,7 @@ Status DBImpl::MakeRoomForWrite() {
       uint64_t active = 0, largest_bytes = 0;
       Tablet* largest = nullptr;
       for (const auto& [id, t] : tablets_) {
-        uint64_t bytes =
-            t->mem->entries() > 0 ? t->mem->ApproximateMemoryUsage() : 0;
+        uint64_t bytes = t->mem->entries() > 0 ? t->mem->ChargedBytes() : 0;
         active += bytes;
         if (bytes > largest_bytes) {
           largest_bytes = bytes;
@@ -336,7 +352,8 @@ Status DBImpl::SyncOrFlushRequest(bool flush_memtable) {
     mu_.Unlock();
     {
       MutexLock lg(&log_mu_);
-      status = log_->Sync();
+      status = SyncLogValues();
+      if (status.ok()) status = log_->Sync();
       if (status.ok()) log_synced_bytes_ = log_->size();
     }
     mu_.Lock();
@@ -464,6 +481,7 @@ Status DBImpl::SyncLogBeforeSchemaEdit() {
 Status DBImpl::SyncLogConcurrently(bool* synced) {
   *synced = false;
   LogWriter* log;
+  ValueFileWriter* values;
   uint64_t target;
   {
     MutexLock lg(&log_mu_);
@@ -474,12 +492,16 @@ Status DBImpl::SyncLogConcurrently(bool* synced) {
     // Every acknowledged write is in log_ up to here, flushed to the OS by
     // its leader (or in an older log, synced when it was switched).
     log = log_.get();
+    values = log_values_.get();
     target = log_->size();
     log_syncing_ = true;
   }
-  // The leader may append to `log` meanwhile; SwitchLog and
-  // RollLogAfterFailure wait for log_syncing_ before closing it.
-  Status s = log->SyncFlushed();
+  // The leader may append to `log` and `values` meanwhile; SwitchLog and
+  // RollLogAfterFailure wait for log_syncing_ before closing them. The
+  // values first: the records up to `target` may point at any value
+  // flushed before them.
+  Status s = values != nullptr ? values->SyncFlushed() : Status::OK();
+  if (s.ok()) s = log->SyncFlushed();
   MutexLock lg(&log_mu_);
   log_syncing_ = false;
   log_idle_cv_.SignalAll();
@@ -487,7 +509,8 @@ Status DBImpl::SyncLogConcurrently(bool* synced) {
     // An Env whose files cannot sync beside a writer: sync under log_mu_,
     // the leader waiting.
     target = log_->size();
-    s = log_->Sync();
+    s = SyncLogValues();
+    if (s.ok()) s = log_->Sync();
   }
   if (!s.ok()) return s;
   log_synced_bytes_ = std::max(log_synced_bytes_, target);

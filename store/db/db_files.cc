@@ -42,9 +42,59 @@ void DBImpl::FileReleased(uint64_t number,
     auto it = value_file_refs_.find(vf);
     if (it != value_file_refs_.end() && --it->second == 0) {
       value_file_refs_.erase(it);
-      obsolete_value_files_.push_back(vf);
+      // A memtable may still reference values there (ValueFileUnheld then
+      // makes it obsolete).
+      if (held_value_files_.count(vf) == 0) obsolete_value_files_.push_back(vf);
     }
   }
+}
+
+class DBImpl::ValueFileHold {
+ public:
+  ValueFileHold(DBImpl* db, uint64_t number) : db_(db), number_(number) {}
+  ~ValueFileHold() { db_->ValueFileUnheld(number_); }
+  ValueFileHold(const ValueFileHold&) = delete;
+  ValueFileHold& operator=(const ValueFileHold&) = delete;
+
+ private:
+  DBImpl* const db_;
+  const uint64_t number_;
+};
+
+std::shared_ptr<const void> DBImpl::NewValueFileHold(uint64_t number) {
+  {
+    MutexLock l(&files_mu_);
+    held_value_files_.insert(number);
+  }
+  return std::make_shared<const ValueFileHold>(this, number);
+}
+
+void DBImpl::ValueFileUnheld(uint64_t number) {
+  if (closing_.load()) return;  // the file stays for the next open
+  MutexLock l(&files_mu_);
+  held_value_files_.erase(number);
+  // Obsolete unless an SSTable took its values over (a flush).
+  if (value_file_refs_.count(number) == 0) {
+    obsolete_value_files_.push_back(number);
+  }
+}
+
+Status DBImpl::SyncLogValues() {
+  return log_values_ == nullptr ? Status::OK() : log_values_->Sync();
+}
+
+Status DBImpl::CloseLogValues() {
+  if (log_values_ == nullptr) return Status::OK();
+  // What the leader flushed: after a failed append (RollLogAfterFailure)
+  // the writer's own Sync() would refuse, yet the values before the
+  // failure belong to acknowledged writes.
+  Status s = log_values_->SyncFlushed();
+  if (s.IsNotSupported()) s = log_values_->Sync();
+  // Close() repeats a failed append's error: the sync above is what counts.
+  log_values_->Close().IgnoreError();
+  log_values_.reset();
+  log_values_hold_.reset();
+  return s;
 }
 
 void DBImpl::DeleteObsoleteFiles() {
@@ -102,6 +152,10 @@ Status DBImpl::RemoveOrphans() {
       }
     }
   }
+  {
+    MutexLock f(&files_mu_);
+    live_values.insert(held_value_files_.begin(), held_value_files_.end());
+  }
   TABLETFS_ASSIGN_OR_RETURN(std::vector<std::string> children,
                             env_->GetChildren(dir_));
   for (const std::string& name : children) {
@@ -157,11 +211,11 @@ uint64_t DBImpl::ValueRefSize(std::string_view ref) {
   return r.ok() ? r->size : 0;
 }
 
-Result<std::shared_ptr<ValueFileReader>> DBImpl::GetValueReader(
-    uint64_t number) {
+Result<std::shared_ptr<ValueFileReader>> DBImpl::GetValueReader(uint64_t number,
+                                                                uint64_t end) {
   if (std::optional<std::shared_ptr<ValueFileReader>> cached =
           value_readers_.Lookup(number)) {
-    return *cached;
+    if ((*cached)->size() >= end) return *cached;
   }
   TABLETFS_ASSIGN_OR_RETURN(
       std::unique_ptr<ValueFileReader> reader,
@@ -174,9 +228,45 @@ Result<std::shared_ptr<ValueFileReader>> DBImpl::GetValueReader(
 Result<std::string> DBImpl::LoadValue(EntryKind kind, std::string_view raw) {
   if (kind == EntryKind::kPut) return std::string(raw);
   TABLETFS_ASSIGN_OR_RETURN(ValueRef ref, ValueRef::DecodeFrom(raw));
-  TABLETFS_ASSIGN_OR_RETURN(std::shared_ptr<ValueFileReader> reader,
-                            GetValueReader(ref.file_number));
+  TABLETFS_ASSIGN_OR_RETURN(
+      std::shared_ptr<ValueFileReader> reader,
+      GetValueReader(ref.file_number, ref.offset + ref.size));
   return reader->Read(ref);
+}
+
+Status DBImpl::CheckReplayedValue(const ValueRef& ref, bool* torn) {
+  *torn = false;
+  const std::string path = FileName(ref.file_number, ".vlf");
+  Result<std::shared_ptr<ValueFileReader>> reader =
+      GetValueReader(ref.file_number, ref.offset + ref.size);
+  if (!reader.ok()) {
+    // Gone with its directory entry: made after the directory's last sync.
+    *torn = reader.status().IsNotFound();
+    return *torn ? Status::OK() : reader.status();
+  }
+  if ((*reader)->size() < ref.offset + ref.size) {
+    *torn = true;  // cut short
+    return Status::OK();
+  }
+  Result<std::string> value = (*reader)->Read(ref);
+  if (value.ok()) return Status::OK();
+  // Zeros where the entry's header should be: never written out.
+  Result<std::unique_ptr<RandomAccessFile>> file =
+      env_->NewRandomAccessFile(path);
+  if (file.ok()) {
+    char scratch[kValueEntryHeaderSize];
+    std::string_view header;
+    if ((*file)
+            ->Read(ref.offset - kValueEntryHeaderSize, kValueEntryHeaderSize,
+                   &header, scratch)
+            .ok() &&
+        header.size() == kValueEntryHeaderSize &&
+        header.find_first_not_of('\0') == std::string_view::npos) {
+      *torn = true;
+      return Status::OK();
+    }
+  }
+  return value.status();
 }
 
 }  // namespace tabletfs

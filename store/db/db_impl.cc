@@ -38,6 +38,7 @@ DBImpl::~DBImpl() {
   MutexLock l(&log_mu_);
   if (log_ != nullptr) {
     // Closing syncs so a clean shutdown never loses an acknowledged write.
+    CloseLogValues().IgnoreError();
     log_->Sync().IgnoreError();
     log_->Close().IgnoreError();
   }

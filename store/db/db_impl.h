@@ -227,6 +227,9 @@ class DBImpl final : public DB {
     std::string_view value;
     MemTable* mem = nullptr;  // nullptr: its table is gone
     uint32_t table_id = 0;
+    // Not 0: the value went to the log's value file (WriteLargeValues),
+    // `value` is its reference and this is its size.
+    uint64_t held_bytes = 0;
   };
   // What a leader commits: the entries of its group's writers, the last
   // sequence number and timestamp they use, and the memtables they go to
@@ -240,6 +243,12 @@ class DBImpl final : public DB {
     // each with its offset in the record's small parts, and the pieces.
     std::vector<std::pair<size_t, std::string_view>> in_place;
     std::vector<std::string_view> pieces;
+    // Values moved to the log's value file: their references (the entries'
+    // values point here), the file's hold for the memtables, and a file
+    // number reserved under mu_ in case the file must be made.
+    std::vector<std::string> refs;
+    std::shared_ptr<const void> hold;
+    uint64_t value_file_number = 0;
     uint64_t first_seq = 0;  // of its first entry
     uint64_t seq = 0;        // of its last entry
     int64_t ts = 0;
@@ -252,6 +261,9 @@ class DBImpl final : public DB {
       mems.clear();
       in_place.clear();
       pieces.clear();
+      refs.clear();
+      hold.reset();
+      value_file_number = 0;
       first_seq = 0;
       seq = 0;
       ts = 0;
@@ -290,6 +302,19 @@ class DBImpl final : public DB {
   // publishes the group or handles the failure. Returns the log's status.
   Status CommitGroup(const std::vector<Writer*>& group, size_t group_bytes,
                      GroupBatch* batch) REQUIRES(mu_);
+  // Moves the batch's puts of at least large_value_bytes to the log's value
+  // file (made on first use, with batch->value_file_number): each such
+  // entry becomes a reference (kind 6) to its value there, flushed to the
+  // OS before the log record holds it (store/doc/value_file_format.md,
+  // "Values written at commit").
+  Status WriteLargeValues(GroupBatch* batch) EXCLUDES(mu_, log_mu_);
+  // Makes the log's value file durable: before any sync of the log, whose
+  // records may point into it.
+  Status SyncLogValues() REQUIRES(log_mu_);
+  // The log's value file ends with its log (SwitchLog, RollLogAfterFailure,
+  // close): synced, then closed; the memtables' holds keep the file until
+  // they are flushed.
+  Status CloseLogValues() REQUIRES(log_mu_);
   // Appends the record that is `record`'s pieces one after another.
   Status AppendToLog(std::span<const std::string_view> record, bool sync,
                      uint64_t* log_bytes) EXCLUDES(mu_, log_mu_);
@@ -498,13 +523,30 @@ class DBImpl final : public DB {
   // At open: removes files no version references (outputs of a crashed
   // flush or compaction, flushed logs, old manifests).
   Status RemoveOrphans() EXCLUDES(mu_, files_mu_);
-  Result<std::shared_ptr<ValueFileReader>> GetValueReader(uint64_t number)
+  // A reader of value file `number` that reaches at least byte `end` (the
+  // log's value file grows after a reader maps it: a reader that ends
+  // before `end` is replaced).
+  Result<std::shared_ptr<ValueFileReader>> GetValueReader(uint64_t number,
+                                                          uint64_t end)
       EXCLUDES(files_mu_);
+  // A memtable's hold on a value file written at commit: while any memtable
+  // references values there, the file stays though no SSTable names it.
+  class ValueFileHold;
+  std::shared_ptr<const void> NewValueFileHold(uint64_t number)
+      EXCLUDES(files_mu_);
+  void ValueFileUnheld(uint64_t number) EXCLUDES(files_mu_);
+  // At replay: whether the value `ref` names is intact. *torn when it is
+  // missing, cut short or zeroed (a power cut before the file's sync: the
+  // log record pointing at it was never synced either); Corruption for any
+  // other damage.
+  Status CheckReplayedValue(const ValueRef& ref, bool* torn);
   TableOptions MakeTableOptions();
   // Adds the record's entries to their tablets' memtables; counts in
-  // *skipped those already in the tablets' SSTables.
+  // *skipped those already in the tablets' SSTables. Adds none and sets
+  // *values_torn when a value an entry points at is lost
+  // (CheckReplayedValue).
   Status ReplayLogRecord(const LogRecord& record, uint64_t log_number,
-                         uint64_t* skipped) REQUIRES(mu_);
+                         uint64_t* skipped, bool* values_torn) REQUIRES(mu_);
   // The oldest log to keep: the live ones (from log_number_), the newest
   // flushed ones within options_.change_history_bytes (none while
   // space_short_), and every one a change subscription still reads
@@ -534,6 +576,12 @@ class DBImpl final : public DB {
   std::vector<uint64_t> obsolete_value_files_ GUARDED_BY(files_mu_);
   std::map<uint64_t, int> value_file_refs_ GUARDED_BY(files_mu_);
   std::map<uint64_t, uint64_t> value_file_sizes_ GUARDED_BY(files_mu_);
+  // Value files written at commit that a memtable still holds
+  // (ValueFileHold): not obsolete when their last SSTable goes.
+  std::set<uint64_t> held_value_files_ GUARDED_BY(files_mu_);
+  // Value files the replayed log entries point into: synced before the
+  // recovery's flush names them in the manifest.
+  std::set<uint64_t> replayed_value_files_ GUARDED_BY(mu_);
   // Open value files, bounded like the TableCache (max_open_tables, charge
   // 1 each), so open descriptors stay within 2 * max_open_tables however
   // many value files exist. Has its own lock; taken inside files_mu_.
@@ -645,6 +693,10 @@ class DBImpl final : public DB {
   // closed or replaced until it ends (log_idle_cv_).
   bool log_syncing_ GUARDED_BY(log_mu_) = false;
   CondVar log_idle_cv_{&log_mu_};
+  // The current log's value file (WriteLargeValues; nullptr until its first
+  // value) and the hold the memtables referencing it share.
+  std::unique_ptr<ValueFileWriter> log_values_ GUARDED_BY(log_mu_);
+  std::shared_ptr<const void> log_values_hold_ GUARDED_BY(log_mu_);
   uint64_t log_file_bytes_ GUARDED_BY(mu_) = 0;
 
   // Change events (store/changes.h); published under mu_ in commit order.

@@ -358,8 +358,20 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
   const int64_t manifest_ts = last_ts_;
   // Per log, the commit time of its first write (none: no record).
   std::vector<std::optional<int64_t>> first_commits;
+  // Set at a record whose value never reached the disk: it and everything
+  // logged after it were never synced, so replay ends there.
+  bool values_torn = false;
   for (uint64_t number : logs) {
     std::string path = FileName(number, ".log");
+    std::optional<int64_t>& first = first_commits.emplace_back();
+    if (values_torn) {
+      Log(LogLevel::kWarning, "log " + path +
+                                  ": dropped whole, written after a record "
+                                  "whose value was lost");
+      TABLETFS_RETURN_IF_ERROR(env_->TruncateFile(path, 0));
+      old_logs->push_back(number);
+      continue;
+    }
     TABLETFS_ASSIGN_OR_RETURN(auto file, env_->NewSequentialFile(path));
     LogReader reader(std::move(file), path);
     std::string record;
@@ -367,17 +379,28 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
     Status s;
     uint64_t records = 0;
     uint64_t skipped = 0;
-    std::optional<int64_t>& first = first_commits.emplace_back();
+    uint64_t record_start = 0;  // the end of the last record replayed
     while (reader.ReadRecord(&record, &s)) {
       TABLETFS_RETURN_IF_ERROR(DecodeLogRecord(record, path, &decoded));
-      TABLETFS_RETURN_IF_ERROR(ReplayLogRecord(decoded, number, &skipped));
+      TABLETFS_RETURN_IF_ERROR(
+          ReplayLogRecord(decoded, number, &skipped, &values_torn));
+      if (values_torn) break;
       if (!first && !decoded.writes.empty()) {
         first = decoded.writes.front().timestamp;
       }
       ++records;
+      record_start = reader.LastRecordEndOffset();
     }
     TABLETFS_RETURN_IF_ERROR(s);
-    if (reader.torn_tail()) {
+    if (values_torn) {
+      // As a torn tail: a power cut before the value file's sync (the
+      // value is synced before any sync of a log record pointing at it).
+      Log(LogLevel::kWarning, "log " + path +
+                                  ": a record's value was lost (value file not "
+                                  "synced); replay ends at offset " +
+                                  std::to_string(record_start));
+      TABLETFS_RETURN_IF_ERROR(env_->TruncateFile(path, record_start));
+    } else if (reader.torn_tail()) {
       Log(LogLevel::kWarning, "log " + path +
                                   ": torn tail dropped after offset " +
                                   std::to_string(reader.LastRecordEndOffset()));
@@ -409,7 +432,30 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
 }
 
 Status DBImpl::ReplayLogRecord(const LogRecord& record, uint64_t log_number,
-                               uint64_t* skipped) {
+                               uint64_t* skipped, bool* values_torn) {
+  // First the values the entries to replay point at (written at commit,
+  // beside the log: store/doc/value_file_format.md): the record replays
+  // whole or not at all.
+  for (const LogRecordEntry& entry : record.entries) {
+    ParsedKey parsed;
+    if (!ParseInternalKey(entry.key, &parsed) ||
+        parsed.kind != EntryKind::kPutValueRef) {
+      continue;
+    }
+    const Tablet* t = FindTablet(parsed.table_id, entry.key);
+    if (t == nullptr || log_number < t->log_number ||
+        parsed.seq <= t->flushed_seq) {
+      continue;
+    }
+    TABLETFS_ASSIGN_OR_RETURN(ValueRef ref, ValueRef::DecodeFrom(entry.value));
+    bool torn = false;
+    TABLETFS_RETURN_IF_ERROR(CheckReplayedValue(ref, &torn));
+    if (torn) {
+      *values_torn = true;
+      return Status::OK();
+    }
+    replayed_value_files_.insert(ref.file_number);
+  }
   for (const LogRecordEntry& entry : record.entries) {
     const std::string_view key = entry.key;
     ParsedKey parsed;

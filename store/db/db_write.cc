@@ -387,9 +387,15 @@ void DBImpl::PrepareGroup(const std::vector<Writer*>& group,
     batch->ts = std::max(now, batch->ts + 1);
     x->timestamp = batch->ts;
     for (const RowMutation::Op& op : x->mutation->ops()) {
-      if (op.type == RowMutation::OpType::kSetCell &&
-          op.timestamp != kServerTimestamp && op.timestamp < t.created_micros) {
+      if (op.type != RowMutation::OpType::kSetCell) continue;
+      if (op.timestamp != kServerTimestamp && op.timestamp < t.created_micros) {
         NoteVersionWritten(t.id, op.timestamp);
+      }
+      if (op.value.size() >= options_.large_value_bytes &&
+          batch->value_file_number == 0) {
+        // In case the log's value file must be made (WriteLargeValues runs
+        // without mu_); unused numbers are simply skipped.
+        batch->value_file_number = next_file_number_++;
       }
     }
     batch->sync = batch->sync || x->sync;
@@ -452,9 +458,18 @@ void DBImpl::AppendOpEntry(const TableState& t, const std::string& row,
 
 Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
                            size_t group_bytes, GroupBatch* batch) {
+  const uint64_t routed = tablet_generation_;
+  inflight_first_seq_ = batch->first_seq;
+  // Only the leader writes to the log and its value file. A split, merge or
+  // freeze may change the tablets meanwhile (the writes can block for
+  // milliseconds; they are kept out of their pause).
+  mu_.Unlock();
+  Status status;
+  if (batch->value_file_number != 0) status = WriteLargeValues(batch);
   // The record: its small parts in `record`, and values of
   // kLogValueInPlaceBytes or more where they are, each at its offset in
-  // `record` (a 64 MiB cell is not copied into the record first).
+  // `record` (a 64 MiB cell below large_value_bytes is not copied into the
+  // record first).
   std::string record;
   auto& in_place = batch->in_place;
   size_t record_bytes = 30 + 12 * batch->writes.size();
@@ -482,14 +497,11 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
     record_size += value.size();
   }
   pieces.push_back(std::string_view(record).substr(done));
-  const uint64_t routed = tablet_generation_;
-  inflight_first_seq_ = batch->first_seq;
-  mu_.Unlock();
-  // Only the leader appends to the log. A split, merge or freeze may
-  // change the tablets meanwhile (the log write can block for
-  // milliseconds; it is kept out of their pause).
+  if (batch->value_file_number != 0) {
+    for (const GroupEntry& e : batch->entries) record_size += e.held_bytes;
+  }
   uint64_t log_bytes = 0;
-  Status status = AppendToLog(pieces, batch->sync, &log_bytes);
+  if (status.ok()) status = AppendToLog(pieces, batch->sync, &log_bytes);
   mu_.Lock();
   if (status.ok()) FillMemtables(routed, batch);
   leader_filling_ = false;
@@ -534,10 +546,57 @@ Status DBImpl::AppendToLog(std::span<const std::string_view> record,
                            uint64_t* log_bytes) {
   MutexLock lg(&log_mu_);
   Status status = log_->AddRecord(record);
+  if (status.ok() && sync) status = SyncLogValues();
   if (status.ok()) status = sync ? log_->Sync() : log_->Flush();
-  *log_bytes = log_->size();
-  if (status.ok() && sync) log_synced_bytes_ = *log_bytes;
+  if (status.ok() && sync) log_synced_bytes_ = log_->size();
+  // The log's value file counts with it (a log is switched by size).
+  *log_bytes = log_->size() + (log_values_ ? log_values_->size() : 0);
   return status;
+}
+
+Status DBImpl::WriteLargeValues(GroupBatch* batch) {
+  size_t moved = 0;
+  for (const GroupEntry& e : batch->entries) {
+    if (e.value.size() >= options_.large_value_bytes &&
+        KindOf(e.key) == EntryKind::kPut) {
+      ++moved;
+    }
+  }
+  if (moved == 0) return Status::OK();
+  batch->refs.reserve(moved);  // the entries point into them
+  MutexLock lg(&log_mu_);
+  if (log_values_ == nullptr) {
+    const std::string path = FileName(batch->value_file_number, ".vlf");
+    Result<std::unique_ptr<ValueFileWriter>> w = ValueFileWriter::Create(
+        env_, path, batch->value_file_number, kValueFileMayEndTorn);
+    if (!w.ok()) return w.status();
+    // The header and the file's name durable now: later syncs of the file
+    // run beside the leader's appends (SyncFlushed), which cannot sync the
+    // directory.
+    Status s = (*w)->Sync();
+    if (!s.ok()) {
+      env_->RemoveFile(path).IgnoreError();
+      return s;
+    }
+    log_values_ = std::move(*w);
+    log_values_hold_ = NewValueFileHold(batch->value_file_number);
+  }
+  for (GroupEntry& e : batch->entries) {
+    if (e.value.size() < options_.large_value_bytes ||
+        KindOf(e.key) != EntryKind::kPut) {
+      continue;
+    }
+    Result<ValueRef> ref = log_values_->Add(e.value);
+    if (!ref.ok()) return ref.status();
+    std::string& encoded = batch->refs.emplace_back();
+    ref->EncodeTo(&encoded);
+    SetKind(&e.key, EntryKind::kPutValueRef);
+    e.held_bytes = e.value.size();
+    e.value = encoded;
+  }
+  batch->hold = log_values_hold_;
+  // Before the log record that points at the values is written.
+  return log_values_->Flush();
 }
 
 void DBImpl::FillMemtables(uint64_t routed, GroupBatch* batch) {
@@ -555,7 +614,9 @@ void DBImpl::FillMemtables(uint64_t routed, GroupBatch* batch) {
   leader_filling_ = true;
   mu_.Unlock();
   for (const GroupEntry& e : batch->entries) {
-    if (e.mem != nullptr) e.mem->Add(e.key, e.value);
+    if (e.mem == nullptr) continue;
+    e.mem->Add(e.key, e.value);
+    if (e.held_bytes != 0) e.mem->Hold(batch->hold, e.held_bytes);
   }
   mu_.Lock();
 }

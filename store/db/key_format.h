@@ -73,6 +73,16 @@ std::string VersionKey(uint32_t table_id, std::string_view row,
                        int64_t timestamp, uint64_t seq, EntryKind kind);
 
 void AppendTrailer(std::string* dst, uint64_t seq, EntryKind kind);
+// The kind in the trailer of internal key `key` (its last byte holds the
+// kind's complement: AppendTrailer). REQUIRES: a whole internal key.
+inline EntryKind KindOf(std::string_view key) {
+  return static_cast<EntryKind>(~static_cast<uint8_t>(key.back()));
+}
+// Changes the kind in the trailer of internal key *key, keeping its
+// sequence number (a put whose value moved to a value file: kPutValueRef).
+inline void SetKind(std::string* key, EntryKind kind) {
+  key->back() = static_cast<char>(~static_cast<uint8_t>(kind));
+}
 void AppendTimestamp(std::string* dst, int64_t timestamp);
 
 // A key split into views of its parts (views into the parsed key).

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "store/db/arena.h"
 #include "store/db/skiplist.h"
@@ -32,6 +33,21 @@ class MemTable {
 
   // Bytes held (arena blocks).
   size_t ApproximateMemoryUsage() const { return arena_.MemoryUsage(); }
+
+  // Keeps `hold` alive as long as the memtable (the value file its value
+  // references point into: DBImpl::ValueFileHold) and charges the memtable
+  // `value_bytes` more, the values it references there. By Add()'s thread.
+  void Hold(const std::shared_ptr<const void>& hold, uint64_t value_bytes) {
+    if (holds_.empty() || holds_.back() != hold) holds_.push_back(hold);
+    held_value_bytes_.fetch_add(value_bytes, std::memory_order_relaxed);
+  }
+  // What a flush frees: the arena and the values held in value files (a
+  // memtable of value references is flushed as if it held the values, so
+  // the files they pin are not kept for ever).
+  uint64_t ChargedBytes() const {
+    return arena_.MemoryUsage() +
+           held_value_bytes_.load(std::memory_order_relaxed);
+  }
   // Entries added.
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
   // Bytes of the keys and values added (what a flush writes, before
@@ -56,6 +72,8 @@ class MemTable {
   Table table_;
   std::atomic<uint64_t> entries_{0};
   std::atomic<uint64_t> data_bytes_{0};
+  std::atomic<uint64_t> held_value_bytes_{0};
+  std::vector<std::shared_ptr<const void>> holds_;
 };
 
 }  // namespace tabletfs

@@ -55,15 +55,21 @@ Status ReadExact(const RandomAccessFile& file, const std::string& path,
   return Status::OK();
 }
 
-void EncodeFileHeader(uint64_t file_number, char* dst) {
+void EncodeFileHeader(uint64_t file_number, uint32_t flags, char* dst) {
   memcpy(dst, kMagic, 8);
   EncodeFixed32(dst + 8, kFormatVersion);
-  EncodeFixed32(dst + 12, 0);  // flags
+  EncodeFixed32(dst + 12, flags);
   EncodeFixed64(dst + 16, file_number);
   EncodeFixed64(dst + 24, Checksum64(std::string_view(dst, 24)));
 }
 
-Result<uint64_t> DecodeFileHeader(const std::string& path, std::string_view h) {
+struct FileHeader {
+  uint64_t file_number;
+  uint32_t flags;
+};
+
+Result<FileHeader> DecodeFileHeader(const std::string& path,
+                                    std::string_view h) {
   if (memcmp(h.data(), kMagic, 8) != 0) {
     return Status::Corruption(Where(path, 0) +
                               "bad magic: not a tabletfs value file");
@@ -77,13 +83,13 @@ Result<uint64_t> DecodeFileHeader(const std::string& path, std::string_view h) {
   }
   uint32_t version = DecodeFixed32(h.data() + 8);
   uint32_t flags = DecodeFixed32(h.data() + 12);
-  if (version != kFormatVersion || flags != 0) {
+  if (version != kFormatVersion || (flags & ~kValueFileMayEndTorn) != 0) {
     return Status::NotSupported(Where(path, 8) + "value file version " +
                                 std::to_string(version) + " flags " +
                                 std::to_string(flags) +
-                                " (this build reads version 1, flags 0)");
+                                " (this build reads version 1, flags 0 or 1)");
   }
-  return DecodeFixed64(h.data() + 16);
+  return FileHeader{DecodeFixed64(h.data() + 16), flags};
 }
 
 struct EntryHeader {
@@ -147,7 +153,7 @@ Result<ValueRef> ValueRef::DecodeFrom(std::string_view input) {
 // ---- ValueFileWriter ----
 
 Result<std::unique_ptr<ValueFileWriter>> ValueFileWriter::Create(
-    Env* env, std::string path, uint64_t file_number) {
+    Env* env, std::string path, uint64_t file_number, uint32_t flags) {
   auto file = env->NewWritableFile(path);
   if (!file.ok()) {
     return file.status().WithContext("creating value file " + path);
@@ -155,7 +161,7 @@ Result<std::unique_ptr<ValueFileWriter>> ValueFileWriter::Create(
   std::unique_ptr<ValueFileWriter> writer(new ValueFileWriter(
       env, std::move(path), file_number, std::move(file).value()));
   char header[kValueFileHeaderSize];
-  EncodeFileHeader(file_number, header);
+  EncodeFileHeader(file_number, flags, header);
   Status s = writer->file_->Append(std::string_view(header, sizeof(header)));
   if (!s.ok()) {
     return s.WithContext(Where(writer->path_, 0) + "writing file header");
@@ -253,22 +259,27 @@ Status ValueFileWriter::Close() {
 
 Result<std::unique_ptr<ValueFileReader>> ValueFileReader::Open(
     Env* env, std::string path) {
+  // The size first: the file maps (and is read) at least that far.
+  Result<uint64_t> size = env->GetFileSize(path);
+  if (!size.ok())
+    return size.status().WithContext("opening value file " + path);
   auto file = env->NewRandomAccessFile(path);
   if (!file.ok())
     return file.status().WithContext("opening value file " + path);
   std::string header;
   TABLETFS_RETURN_IF_ERROR(ReadExact(**file, path, 0, kValueFileHeaderSize,
                                      "the file header", &header));
-  TABLETFS_ASSIGN_OR_RETURN(uint64_t file_number,
-                            DecodeFileHeader(path, header));
+  TABLETFS_ASSIGN_OR_RETURN(FileHeader h, DecodeFileHeader(path, header));
   return std::unique_ptr<ValueFileReader>(new ValueFileReader(
-      std::move(path), file_number, std::move(file).value()));
+      std::move(path), h.file_number, *size, std::move(file).value()));
 }
 
 ValueFileReader::ValueFileReader(std::string path, uint64_t file_number,
+                                 uint64_t size,
                                  std::unique_ptr<RandomAccessFile> file)
     : path_(std::move(path)),
       file_number_(file_number),
+      size_(size),
       file_(std::move(file)) {}
 
 ValueFileReader::~ValueFileReader() = default;
@@ -328,10 +339,14 @@ Status ScanValueFile(Env* env, const std::string& path,
   std::string buffer;
   TABLETFS_RETURN_IF_ERROR(ReadExact(file, path, 0, kValueFileHeaderSize,
                                      "the file header", &buffer));
-  TABLETFS_ASSIGN_OR_RETURN(uint64_t file_number,
-                            DecodeFileHeader(path, buffer));
+  TABLETFS_ASSIGN_OR_RETURN(FileHeader h, DecodeFileHeader(path, buffer));
+  const uint64_t file_number = h.file_number;
+  // A file appended to at commit may end in an entry a crash or a failed
+  // append cut short (no reference points at it): its end, not damage.
+  const bool may_end_torn = (h.flags & kValueFileMayEndTorn) != 0;
   uint64_t offset = kValueFileHeaderSize;
   while (offset < file_size) {
+    if (may_end_torn && file_size - offset < kValueEntryHeaderSize) break;
     if (file_size - offset < kValueEntryHeaderSize) {
       return Status::Corruption(
           Where(path, offset) + "truncated: the file ends inside a value " +
@@ -341,10 +356,14 @@ Status ScanValueFile(Env* env, const std::string& path,
     TABLETFS_RETURN_IF_ERROR(ReadExact(file, path, offset,
                                        kValueEntryHeaderSize,
                                        "a value entry header", &buffer));
+    if (may_end_torn && buffer.find_first_not_of('\0') == std::string::npos) {
+      break;  // never written out (zeros after a power cut)
+    }
     TABLETFS_ASSIGN_OR_RETURN(EntryHeader entry,
                               DecodeEntryHeader(path, offset, buffer));
     ValueRef ref{file_number, offset + kValueEntryHeaderSize, entry.length,
                  entry.checksum};
+    if (may_end_torn && entry.length > file_size - ref.offset) break;
     if (entry.length > file_size - ref.offset) {
       return Status::Corruption(
           Where(path, offset) + "truncated: the value entry of " +

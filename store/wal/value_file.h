@@ -33,6 +33,10 @@ namespace tabletfs {
 // File header and entry header sizes (see the format doc).
 inline constexpr size_t kValueFileHeaderSize = 32;
 inline constexpr size_t kValueEntryHeaderSize = 24;
+// File header flag: appended to at commit (the engine's log value file), so
+// the file may end in an entry that a crash or a failed append cut short
+// and that no reference points at; ScanValueFile stops there.
+inline constexpr uint32_t kValueFileMayEndTorn = 1;
 
 // Where one value lives. Stored in SSTables in its encoded form.
 struct ValueRef {
@@ -55,10 +59,12 @@ struct ValueRef {
 class ValueFileWriter {
  public:
   // Creates (truncating) the file at `path` and writes its header, which
-  // records `file_number`. Nothing is durable until Sync().
+  // records `file_number` and `flags` (0 or kValueFileMayEndTorn). Nothing
+  // is durable until Sync().
   static Result<std::unique_ptr<ValueFileWriter>> Create(Env* env,
                                                          std::string path,
-                                                         uint64_t file_number);
+                                                         uint64_t file_number,
+                                                         uint32_t flags = 0);
 
   ValueFileWriter(const ValueFileWriter&) = delete;
   ValueFileWriter& operator=(const ValueFileWriter&) = delete;
@@ -73,6 +79,10 @@ class ValueFileWriter {
   // Makes every added value durable; the first call also syncs the parent
   // directory.
   Status Sync();
+  // Makes the values earlier Flush() calls handed to the OS durable, beside
+  // a thread that keeps adding (WritableFile::SyncFlushed; NotSupported by
+  // files that cannot). Syncs no directory: call Sync() once first.
+  Status SyncFlushed() { return file_->SyncFlushed(); }
   Status Close();
 
   // Bytes in the file, header included.
@@ -113,13 +123,17 @@ class ValueFileReader {
 
   uint64_t file_number() const { return file_number_; }
   const std::string& path() const { return path_; }
+  // The file's size when it was opened: a file still being written may
+  // have grown since, and this reader reads nothing past it.
+  uint64_t size() const { return size_; }
 
  private:
-  ValueFileReader(std::string path, uint64_t file_number,
+  ValueFileReader(std::string path, uint64_t file_number, uint64_t size,
                   std::unique_ptr<RandomAccessFile> file);
 
   const std::string path_;
   const uint64_t file_number_;
+  const uint64_t size_;
   const std::unique_ptr<RandomAccessFile> file_;
 };
 
@@ -127,7 +141,9 @@ class ValueFileReader {
 // then every entry's header checksum, length and value checksum. Calls `fn`
 // (when set) with the ref of each intact entry, in file order. Corruption
 // naming the file and offset at the first problem, including a file that
-// ends inside an entry ("truncated").
+// ends inside an entry ("truncated"), unless its header has
+// kValueFileMayEndTorn: then such an end, or an entry header of zeros,
+// ends the scan.
 Status ScanValueFile(Env* env, const std::string& path,
                      const std::function<void(const ValueRef&)>& fn);
 // ScanValueFile without a callback.

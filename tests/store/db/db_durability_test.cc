@@ -496,7 +496,9 @@ TEST(DBDurabilityTest, DamagedLastManifestRecordIsCorruption) {
     auto db = OpenOrDie(o);
     Schema(db.get());
     for (int i = 0; i < 20; ++i) {
-      ASSERT_TRUE(PutRow(db.get(), "r" + std::to_string(i), "v", false).ok());
+      ASSERT_TRUE(PutRow(db.get(), std::string("r").append(std::to_string(i)),
+                         "v", false)
+                      .ok());
     }
     ASSERT_TRUE(db->Flush().ok());
     if (compact) {
@@ -754,7 +756,9 @@ TEST(DBDurabilityTest, ALogSwitchDuringACommitLosesNothing) {
   auto db = OpenOrDie(o);
   Schema(db.get());
   for (int i = 0; i < 20; ++i) {
-    ASSERT_TRUE(PutRow(db.get(), "a" + std::to_string(i), "v", false).ok());
+    ASSERT_TRUE(
+        PutRow(db.get(), std::string("a").append(std::to_string(i)), "v", false)
+            .ok());
   }
   env.SetSyncDelay(200000, ".log");
   std::atomic<bool> done{false};
@@ -807,7 +811,9 @@ TEST(DBDurabilityTest, ALogAbandonedForSpaceIsSyncedBeforeTheNextCommit) {
   auto db = OpenOrDie(o);
   Schema(db.get());
   for (int i = 0; i < 20; ++i) {
-    ASSERT_TRUE(PutRow(db.get(), "a" + std::to_string(i), "v", false).ok());
+    ASSERT_TRUE(
+        PutRow(db.get(), std::string("a").append(std::to_string(i)), "v", false)
+            .ok());
   }
   mem.SetFreeSpace(1000);
   EXPECT_TRUE(PutRow(db.get(), "big", std::string(5000, 'x'), false)
@@ -857,7 +863,10 @@ TEST(DBDurabilityTest, CommitThreadRacesWritersAndLogSwitches) {
   ASSERT_NE(db, nullptr);
   for (int t = 0; t < 2; ++t) {
     for (int i = 0; i < 300; ++i) {
-      std::string row = "w" + std::to_string(t) + "-" + std::to_string(i);
+      std::string row = std::string("w")
+                            .append(std::to_string(t))
+                            .append("-")
+                            .append(std::to_string(i));
       ASSERT_EQ(RowCells(db.get(), row), 2) << row;
     }
   }
@@ -890,8 +899,8 @@ bool IsFamilyOp(const Op& op) {
 
 // What a database shows of the workload's operations.
 struct Observed {
-  std::set<std::string> cells;  // "table/row/qualifier"
-  std::set<std::string> schema;  // "table" and "t:family"
+  std::set<std::string> cells;             // "table/row/qualifier"
+  std::set<std::string> schema;            // "table" and "t:family"
   std::map<std::string, uint32_t> owners;  // "t:family" -> owner_uid
   bool operator==(const Observed&) const = default;
 };
@@ -967,7 +976,8 @@ Observed Observe(DB* db, const std::vector<Op>& ops) {
 // the last commit.
 TEST(DBDurabilityTest, APowerCutKeepsAPrefixOfTheCommittedOperations) {
   const char* seed_env = std::getenv("TABLETFS_SEED");
-  const uint64_t first = seed_env != nullptr ? std::strtoull(seed_env, nullptr, 10) : 1;
+  const uint64_t first =
+      seed_env != nullptr ? std::strtoull(seed_env, nullptr, 10) : 1;
   const uint64_t last = seed_env != nullptr ? first : 100;
   int cuts = 0, committed_ops = 0, survivors_past_commit = 0;
   for (uint64_t seed = first; seed <= last; ++seed) {
@@ -979,7 +989,7 @@ TEST(DBDurabilityTest, APowerCutKeepsAPrefixOfTheCommittedOperations) {
     FaultInjectionEnv env(&mem);
     Options o = BaseOptions(&env);
     o.commit_interval = std::chrono::milliseconds(0);  // driven by the test
-    o.memtable_bytes = 8 << 10;  // log switches and flushes
+    o.memtable_bytes = 8 << 10;      // log switches and flushes
     o.tablet_split_bytes = 8 << 10;  // splits
     auto db = OpenOrDie(o);
     ASSERT_NE(db, nullptr);
@@ -1080,9 +1090,219 @@ TEST(DBDurabilityTest, APowerCutKeepsAPrefixOfTheCommittedOperations) {
     survivors_past_commit += static_cast<int>(prefix - committed);
     ASSERT_TRUE(db->Verify().ok());
   }
-  std::printf("commit prefix: %d power cuts, %d committed operations kept, "
-              "%d uncommitted ones survived too\n",
-              cuts, committed_ops, survivors_past_commit);
+  std::printf(
+      "commit prefix: %d power cuts, %d committed operations kept, "
+      "%d uncommitted ones survived too\n",
+      cuts, committed_ops, survivors_past_commit);
+}
+
+// ---------------------------------------------------------------------------
+// Values written at commit (store/doc/value_file_format.md)
+// ---------------------------------------------------------------------------
+
+uint64_t FilesSize(Env* env, std::string_view suffix) {
+  uint64_t bytes = 0;
+  for (const auto& n : Children(env)) {
+    if (n.ends_with(suffix)) bytes += *env->GetFileSize("/db/" + n);
+  }
+  return bytes;
+}
+
+std::string Patterned(size_t size, int seed) {
+  std::string v(size, '\0');
+  for (size_t k = 0; k < size; ++k) {
+    v[k] = static_cast<char>((k * 7 + static_cast<size_t>(seed)) % 251);
+  }
+  return v;
+}
+
+// A large value is written once, to the log's value file, at commit: the
+// log holds a reference, and neither the flush nor a reopen writes the
+// value again.
+TEST(DBDurabilityTest, LargeValuesAreWrittenOnceAtCommit) {
+  MemEnv mem;
+  Options o = BaseOptions(&mem);
+  o.large_value_bytes = 1000;
+  auto db = OpenOrDie(o);
+  Schema(db.get());
+  const std::string first = Patterned(50000, 1);
+  ASSERT_TRUE(PutRow(db.get(), "first", first, false).ok());
+  // Both cells' values (2 x 50,000 bytes) are in the value file; the log
+  // holds their references.
+  EXPECT_GE(FilesSize(&mem, ".vlf"), 100000u);
+  EXPECT_LT(FilesSize(&mem, ".log"), 1000u);
+  std::string v;
+  ASSERT_EQ(RowCells(db.get(), "first", &v), 2);
+  EXPECT_EQ(v, first);
+  // The file grows after a reader mapped it: the next value is read too.
+  const std::string second = Patterned(70000, 2);
+  ASSERT_TRUE(PutRow(db.get(), "second", second, false).ok());
+  ASSERT_EQ(RowCells(db.get(), "second", &v), 2);
+  EXPECT_EQ(v, second);
+  ASSERT_TRUE(db->Verify().ok());
+  // The flush moves references, not values.
+  const uint64_t values_before = FilesSize(&mem, ".vlf");
+  ASSERT_TRUE(db->Flush().ok());
+  ASSERT_TRUE(db->WaitForIdle().ok());
+  EXPECT_EQ(FilesSize(&mem, ".vlf"), values_before);
+  EXPECT_LT(FilesSize(&mem, ".sst"), 10000u);
+  // A reopen replays a reference as well.
+  const std::string third = Patterned(3000, 3);
+  ASSERT_TRUE(PutRow(db.get(), "third", third, false).ok());
+  db.reset();
+  db = OpenOrDie(o);
+  ASSERT_NE(db, nullptr);
+  for (const auto& [row, value] :
+       {std::pair{"first", first}, {"second", second}, {"third", third}}) {
+    ASSERT_EQ(RowCells(db.get(), row, &v), 2) << row;
+    EXPECT_EQ(v, value) << row;
+  }
+  EXPECT_LT(FilesSize(&mem, ".vlf"), values_before + 2 * 3000 + 1000);
+  EXPECT_TRUE(db->Verify().ok());
+  // Deleted and compacted, every value file goes.
+  for (const char* row : {"first", "second", "third"}) {
+    RowMutation del(row);
+    del.DeleteRow();
+    ASSERT_TRUE(db->Apply("t", del, WriteOptions()).ok());
+  }
+  ASSERT_TRUE(db->Flush().ok());
+  ASSERT_TRUE(db->CompactAll().ok());
+  ASSERT_TRUE(db->WaitForIdle().ok());
+  EXPECT_EQ(FilesSize(&mem, ".vlf"), 0u);
+}
+
+// A value file written at commit outlives the SSTables that name it while
+// a memtable still references values there: table t's rows are flushed
+// (its memtable is the largest) and dropped with their table, table u's
+// row stays in its memtable, in the same value file.
+TEST(DBDurabilityTest, AValueFileStaysWhileAMemtableReferencesIt) {
+  MemEnv mem;
+  Options o = BaseOptions(&mem);
+  o.large_value_bytes = 1000;
+  o.memtable_bytes = 100 << 10;  // frozen at 50 KiB, a log per 100 KiB
+  auto db = OpenOrDie(o);
+  Schema(db.get());
+  ASSERT_TRUE(db->CreateTable("u").ok());
+  ASSERT_TRUE(db->CreateFamily("u", "f", FamilySettings()).ok());
+  const std::string kept = Patterned(20000, 4);
+  RowMutation m("kept");
+  m.SetCell("f", "a", 1, kept);
+  ASSERT_TRUE(db->Apply("u", m, WriteOptions()).ok());
+  std::set<std::string> first_files;
+  for (const auto& n : Children(&mem)) {
+    if (n.ends_with(".vlf")) first_files.insert(n);
+  }
+  ASSERT_EQ(first_files.size(), 1u);
+  for (int i = 0; i < 4; ++i) {
+    const std::string row = std::string("r").append(std::to_string(i));
+    ASSERT_TRUE(PutRow(db.get(), row, Patterned(20000, 10 + i), false).ok());
+  }
+  ASSERT_TRUE(db->WaitForIdle().ok());
+  EXPECT_GT(db->GetStats().flushes, 0u);
+  ASSERT_TRUE(db->DeleteTable("t").ok());
+  ASSERT_TRUE(db->WaitForIdle().ok());
+  EXPECT_TRUE(mem.FileExists("/db/" + *first_files.begin()));
+  auto r = db->ReadRow("u", "kept", ReadOptions());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->cells.size(), 1u);
+  EXPECT_EQ(r->cells[0].value, kept);
+  EXPECT_TRUE(db->Verify().ok());
+  // Flushed in turn, the value lives on through the SSTable and a reopen.
+  ASSERT_TRUE(db->Flush().ok());
+  db.reset();
+  db = OpenOrDie(o);
+  ASSERT_NE(db, nullptr);
+  r = db->ReadRow("u", "kept", ReadOptions());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->cells.size(), 1u);
+  EXPECT_EQ(r->cells[0].value, kept);
+}
+
+// Durable like the log: a synced write's value survives a power cut, and
+// so does a value the commit interval's sync covered.
+TEST(DBDurabilityTest, ValuesWrittenAtCommitSurvivePowerLoss) {
+  MemEnv mem;
+  FaultInjectionEnv env(&mem);
+  Options o = BaseOptions(&env);
+  o.large_value_bytes = 1000;
+  o.commit_interval = std::chrono::milliseconds(0);
+  auto db = OpenOrDie(o);
+  Schema(db.get());
+  const std::string synced = Patterned(40000, 5);
+  const std::string committed = Patterned(30000, 6);
+  ASSERT_TRUE(PutRow(db.get(), "synced", synced, true).ok());
+  ASSERT_TRUE(PutRow(db.get(), "committed", committed, false).ok());
+  ASSERT_TRUE(Impl(db.get())->CommitForTesting().ok());
+  ASSERT_TRUE(PutRow(db.get(), "lost", Patterned(30000, 7), false).ok());
+  PowerLoss(&env, &db);
+  db = OpenOrDie(o);
+  ASSERT_NE(db, nullptr);
+  std::string v;
+  ASSERT_EQ(RowCells(db.get(), "synced", &v), 2);
+  EXPECT_EQ(v, synced);
+  ASSERT_EQ(RowCells(db.get(), "committed", &v), 2);
+  EXPECT_EQ(v, committed);
+  const int lost = RowCells(db.get(), "lost");
+  EXPECT_TRUE(lost == 0 || lost == 2) << lost;
+  EXPECT_TRUE(db->Verify().ok());
+}
+
+// The log reached the disk but a value it points at did not (what a power
+// cut between the two writes leaves): replay ends before that record, so
+// what survives is a prefix of the writes. Damage to a value that did reach
+// the disk is Corruption, not an end.
+TEST(DBDurabilityTest, ALostValueEndsReplayLikeATornTail) {
+  MemEnv mem;
+  Options o = BaseOptions(&mem);
+  o.large_value_bytes = 1000;
+  std::string value_file;
+  uint64_t cut = 0;
+  {
+    auto db = OpenOrDie(o);
+    Schema(db.get());
+    ASSERT_TRUE(PutRow(db.get(), "before", Patterned(5000, 8), false).ok());
+    for (const auto& n : Children(&mem)) {
+      if (n.ends_with(".vlf")) value_file = "/db/" + n;
+    }
+    ASSERT_FALSE(value_file.empty());
+    cut = *mem.GetFileSize(value_file);
+    ASSERT_TRUE(PutRow(db.get(), "lost", Patterned(5000, 9), false).ok());
+    ASSERT_TRUE(PutRow(db.get(), "after", "small", false).ok());
+  }
+  // A copy of the files, to damage the value instead of cutting it.
+  std::map<std::string, std::string> files;
+  for (const auto& n : Children(&mem)) {
+    files["/db/" + n] = *ReadFileToString(&mem, "/db/" + n);
+  }
+  ASSERT_TRUE(mem.TruncateFile(value_file, cut + 100).ok());
+  {
+    auto db = OpenOrDie(o);
+    ASSERT_NE(db, nullptr);
+    std::string v;
+    ASSERT_EQ(RowCells(db.get(), "before", &v), 2);
+    EXPECT_EQ(v, Patterned(5000, 8));
+    EXPECT_EQ(RowCells(db.get(), "lost"), 0);
+    EXPECT_EQ(RowCells(db.get(), "after"), 0);  // logged after the loss
+    EXPECT_TRUE(db->Verify().ok());
+    // Writable as ever, and the next open agrees.
+    ASSERT_TRUE(PutRow(db.get(), "next", Patterned(5000, 10), false).ok());
+    db.reset();
+    db = OpenOrDie(o);
+    ASSERT_NE(db, nullptr);
+    EXPECT_EQ(RowCells(db.get(), "before"), 2);
+    EXPECT_EQ(RowCells(db.get(), "after"), 0);
+    ASSERT_EQ(RowCells(db.get(), "next", &v), 2);
+    EXPECT_EQ(v, Patterned(5000, 10));
+  }
+  // The same files with one byte of the value flipped instead.
+  for (const auto& n : Children(&mem)) mem.RemoveFile("/db/" + n).IgnoreError();
+  for (auto& [path, data] : files) {
+    if (path == value_file) data[cut + 100] ^= 1;
+    ASSERT_TRUE(WriteStringToFile(&mem, data, path, true).ok());
+  }
+  auto damaged = DB::Open(o, "/db");
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_TRUE(damaged.status().IsCorruption()) << damaged.status().ToString();
 }
 
 }  // namespace

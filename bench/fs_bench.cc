@@ -15,6 +15,12 @@
 //       closes: tabletfs commits at close, so close is part of the time.
 //   tabletfs_fsbench read PATH
 //       Reads PATH to its end in 1 MiB reads.
+//   tabletfs_fsbench chunks DIR MIB
+//       Writes one MIB-MiB buffer to new files in DIR (kept until the end,
+//       then removed) in write(2) calls of 64 KiB, 1 MiB, 2 MiB and the
+//       whole buffer, 4 rounds, one line per file: how the size of one
+//       write into the page cache sets its speed (store/env/posix_env.cc
+//       writes at most 1 MiB at a time because of it).
 //
 // Each prints one line, `fsbench {json}`, with seconds and a rate; errors go
 // to stderr, naming the path and errno, with exit status 1.
@@ -22,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -154,6 +161,43 @@ int WriteFile(const std::string &path, uint64_t mib) {
   return 0;
 }
 
+int WriteChunks(const std::string &dir, uint64_t mib) {
+  const size_t size = mib << 20;
+  std::vector<char> buffer(size);
+  std::mt19937_64 rng(7);
+  for (char &c : buffer) c = static_cast<char>(rng());
+  std::vector<std::string> made;
+  int status = 0;
+  for (int round = 0; round < 4 && status == 0; ++round) {
+    for (size_t chunk : {size_t{64} << 10, size_t{1} << 20, size_t{2} << 20,
+                         size}) {
+      std::string path = dir + "/chunks" + std::to_string(made.size());
+      int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd < 0) {
+        status = Fail("open", path);
+        break;
+      }
+      made.push_back(path);
+      Clock::time_point start = Clock::now();
+      bool ok = true;
+      for (size_t off = 0; ok && off < size; off += chunk) {
+        ok = WriteAll(fd, buffer.data() + off, std::min(chunk, size - off));
+      }
+      double seconds = Since(start);
+      close(fd);
+      if (!ok) {
+        status = Fail("write", path);
+        break;
+      }
+      std::printf("fsbench {\"op\":\"chunks\",\"round\":%d,\"chunk\":%zu,"
+                  "\"bytes\":%zu,\"seconds\":%.6f,\"mb_per_s\":%.3f}\n",
+                  round, chunk, size, seconds, size / seconds / 1e6);
+    }
+  }
+  for (const std::string &path : made) unlink(path.c_str());
+  return status;
+}
+
 int ReadFile(const std::string &path) {
   std::vector<char> buffer(1 << 20);
   Clock::time_point start = Clock::now();
@@ -205,7 +249,8 @@ int Usage() {
                "       tabletfs_fsbench stat PATH SECONDS\n"
                "       tabletfs_fsbench open PATH SECONDS\n"
                "       tabletfs_fsbench write PATH MIB\n"
-               "       tabletfs_fsbench read PATH\n");
+               "       tabletfs_fsbench read PATH\n"
+               "       tabletfs_fsbench chunks DIR MIB\n");
   return 2;
 }
 
@@ -233,5 +278,8 @@ int main(int argc, char **argv) {
     return WriteFile(path, a);
   }
   if (command == "read" && argc == 3) return ReadFile(path);
+  if (command == "chunks" && argc == 4 && ParseCount(argv[3], &a) && a > 0) {
+    return WriteChunks(path, a);
+  }
   return Usage();
 }

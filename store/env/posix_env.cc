@@ -105,10 +105,15 @@ int OpenRetrying(const char* path, int flags, mode_t mode = 0644) {
   return fd;
 }
 
-// Writes all of data at the descriptor's offset. Returns 0 or an errno.
+// Writes all of data at the descriptor's offset, at most 1 MiB per write(2):
+// on Debian 12's kernel (6.1, ext4) one write of 2 MiB or more into the page
+// cache ran at ~400 MB/s once some data was dirty, against ~4 GB/s in 1 MiB
+// pieces (bench/write_chunks.cc; docs/BENCHMARKS.md, "Large values written
+// once"). Returns 0 or an errno.
 int WriteFully(int fd, const char* data, size_t n) {
+  constexpr size_t kMaxWrite = 1 << 20;
   while (n > 0) {
-    ssize_t w = ::write(fd, data, n);
+    ssize_t w = ::write(fd, data, std::min(n, kMaxWrite));
     if (w < 0) {
       if (errno == EINTR) continue;
       return errno;

@@ -18,6 +18,13 @@ std::shared_ptr<const FileMeta> DBImpl::MakeLiveFile(const FileMeta& meta) {
   {
     MutexLock l(&files_mu_);
     for (uint64_t vf : meta.value_files) {
+      if (value_file_refs_[vf] == 0) {
+        // A log's value file may lose its last SSTable and gain another:
+        // at run time a memtable holds it meanwhile (ValueFileUnheld), but
+        // when the open replays the manifest's edits one by one, it is let
+        // go in one edit and named again in a later one.
+        std::erase(obsolete_value_files_, vf);
+      }
       if (value_file_refs_[vf]++ == 0 && value_file_sizes_.count(vf) == 0) {
         Result<uint64_t> size = env_->GetFileSize(FileName(vf, ".vlf"));
         value_file_sizes_[vf] = size.ok() ? *size : 0;

@@ -335,7 +335,6 @@ Status DBImpl::SyncOrFlushRequest(bool flush_memtable) {
   MutexLock l(&mu_);
   writers_.push_back(&w);
   while (&w != writers_.front()) Await(&w.cv);
-  while (writers_quiesced_) Await(&fill_cv_);
   Status status = bg_error_;
   uint64_t target = 0;  // flush every memtable frozen up to this order
   if (status.ok() && flush_memtable) {
@@ -623,9 +622,9 @@ Status DBImpl::ReclaimStep() {
     // The deletion markers go to level 0 first (flushes run before this),
     // so the compaction sees them with what they delete.
     it->second = true;
-    QuiesceWriters();
+    StartTabletChange();
     FreezeTablet(t.get());
-    ResumeWriters();
+    FinishTabletChange();
     return Status::OK();
   }
   reclaim_.erase(it);
@@ -710,6 +709,16 @@ TableOptions DBImpl::MakeTableOptions() {
 }
 
 Status DBImpl::FlushImmutable(std::shared_ptr<Tablet> t) {
+  if (leader_filling_) {
+    // The memtable may have been frozen while the leader filled it (a
+    // freeze, split or merge beside a group: StartTabletChange): it is
+    // read whole only after that fill.
+    AwaitFill();
+    auto it = tablets_.find(t->id);
+    if (it == tablets_.end() || it->second != t || t->imm.empty()) {
+      return Status::OK();  // its table was dropped meanwhile
+    }
+  }
   Immutable imm = t->imm.front();
   auto tables = TablesById();
   // After this flush the tablet's oldest unflushed entry is in its next

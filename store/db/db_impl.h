@@ -141,6 +141,11 @@ class DBImpl final : public DB {
   // pass): syncs the log when anything was written since its last sync.
   // A failure is sticky (BackgroundError).
   Status CommitForTesting() EXCLUDES(mu_, log_mu_) { return CommitLog(); }
+  // Makes each leader sleep halfway through filling memtables, so that
+  // tests can split, merge and flush beside a fill (0: no pause).
+  void SetFillPauseForTesting(std::chrono::microseconds pause) {
+    fill_pause_for_testing_.store(pause.count(), std::memory_order_relaxed);
+  }
 
  private:
   // A queued write (mutation != nullptr) or sync / flush request.
@@ -392,16 +397,23 @@ class DBImpl final : public DB {
   // `except` (when not null) taken to start at `except_log`.
   uint64_t MinLiveLog(const Tablet* except = nullptr,
                       uint64_t except_log = kNoLog) REQUIRES(mu_);
-  // Freezes t's memtable when not empty. REQUIRES: no leader filling
-  // memtables (the caller is the leader, or QuiesceWriters holds). With
-  // `wake` false the background thread is not woken: the leader wakes it
-  // once its group is in the memtables (wake_after_group_).
+  // Freezes t's memtable when not empty (a leader filling it meanwhile
+  // finishes its group there: StartTabletChange). With `wake` false the
+  // background thread is not woken: the leader wakes it once its group is
+  // in the memtables (wake_after_group_).
   void FreezeTablet(Tablet* t, bool wake = true) REQUIRES(mu_);
-  // Waits until no leader fills memtables and keeps new leaders from
-  // starting, so tablets and their memtables may change; ResumeWriters
-  // ends it. Records the longest such pause.
-  void QuiesceWriters() REQUIRES(mu_);
-  void ResumeWriters() REQUIRES(mu_);
+  // Bracket a change of tablets or of their active memtables (a split,
+  // merge or freeze by the background thread), made under mu_ without
+  // releasing it: writers wait for mu_, nothing else. A leader may be
+  // filling memtables meanwhile (without mu_): it fills the ones it routed
+  // its group to, frozen or not, so a memtable routed to counts as holding
+  // entries (Tablet::MemInUse) and a flush waits for that fill
+  // (AwaitFillOf). Records the longest such pause.
+  void StartTabletChange() REQUIRES(mu_);
+  void FinishTabletChange() REQUIRES(mu_);
+  // Waits for the fill in progress, if any, to end: after it no entry
+  // reaches a memtable frozen now.
+  void AwaitFill() REQUIRES(mu_);
   // Splits or merges one tablet when one is due (db_tablets.cc); true when
   // it did (or tried) something.
   bool NeedsTabletChange() REQUIRES(mu_);
@@ -631,15 +643,18 @@ class DBImpl final : public DB {
   // (CheckSpace): then no flushed log is kept for the change history.
   std::atomic<bool> space_short_{false};
   uint64_t current_log_number_ GUARDED_BY(mu_) = 0;
-  // The leader fills memtables without mu_ while leader_filling_; a split,
-  // merge or freeze from the background waits for it (QuiesceWriters).
+  // The leader fills memtables without mu_ while leader_filling_; fills_
+  // counts the fills started, fill_waiters_ the flushes waiting for one to
+  // end (AwaitFill).
   bool leader_filling_ GUARDED_BY(mu_) = false;
+  uint64_t fills_ GUARDED_BY(mu_) = 0;
+  int fill_waiters_ GUARDED_BY(mu_) = 0;
+  std::atomic<int64_t> fill_pause_for_testing_{0};
   // Changes whenever a tablet's active memtable is replaced (freeze, split,
   // merge, tablets added or removed): the leader routes its entries again
   // when it changed during its log write.
   uint64_t tablet_generation_ GUARDED_BY(mu_) = 0;
-  bool writers_quiesced_ GUARDED_BY(mu_) = false;
-  uint64_t quiesce_start_ GUARDED_BY(mu_) = 0;
+  uint64_t tablet_change_start_ GUARDED_BY(mu_) = 0;
   CondVar fill_cv_{&mu_};
   std::multiset<uint64_t> snapshots_ GUARDED_BY(mu_);
   Status bg_error_ GUARDED_BY(mu_);

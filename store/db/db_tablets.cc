@@ -171,7 +171,7 @@ Status DBImpl::ApplySplit(const VersionEdit::SplitRecord& sp) {
   // Both halves read the parent's frozen memtables and files, each
   // clipped to its own range, until flushes and compactions rewrite them.
   std::vector<Immutable> imm = parent->imm;
-  if (parent->mem->entries() > 0) {
+  if (parent->MemInUse()) {
     imm.push_back(parent->FrozenMem(++freeze_order_));
   }
   RemoveTablet(parent->id);
@@ -218,7 +218,7 @@ Status DBImpl::ApplyMerge(const VersionEdit::MergeRecord& m) {
                              [&](const auto& x) { return x.mem == i.mem; });
       if (!dup) imm.push_back(i);
     }
-    if (t->mem->entries() > 0) {
+    if (t->MemInUse()) {
       imm.push_back(t->FrozenMem(++freeze_order_));
     }
   }
@@ -283,17 +283,18 @@ Status DBImpl::ApplyFileChanges(const VersionEdit& edit) {
 // Splits and merges
 // ---------------------------------------------------------------------------
 
-void DBImpl::QuiesceWriters() {
-  writers_quiesced_ = true;
-  quiesce_start_ = SteadyMicros();
-  while (leader_filling_) Await(&fill_cv_);
+void DBImpl::StartTabletChange() { tablet_change_start_ = SteadyMicros(); }
+
+void DBImpl::FinishTabletChange() {
+  stat_max_pause_micros_ = std::max(stat_max_pause_micros_,
+                                    SteadyMicros() - tablet_change_start_);
 }
 
-void DBImpl::ResumeWriters() {
-  writers_quiesced_ = false;
-  stat_max_pause_micros_ =
-      std::max(stat_max_pause_micros_, SteadyMicros() - quiesce_start_);
-  fill_cv_.SignalAll();
+void DBImpl::AwaitFill() {
+  const uint64_t fill = fills_;
+  ++fill_waiters_;
+  while (leader_filling_ && fills_ == fill) Await(&fill_cv_);
+  --fill_waiters_;
 }
 
 namespace {
@@ -359,9 +360,9 @@ Status DBImpl::MaybeChangeTablets(bool* did) {
     if (split->mem->data_bytes() > split->FileBytes()) {
       // Mostly in memory: flush first, so the split row comes from the
       // SSTables' indexes.
-      QuiesceWriters();
+      StartTabletChange();
       FreezeTablet(split.get());
-      ResumeWriters();
+      FinishTabletChange();
       return Status::OK();
     }
     return SplitTablet(std::move(split));
@@ -437,9 +438,9 @@ Status DBImpl::SplitTablet(std::shared_ptr<Tablet> t) {
   if (s.ok()) {
     // Logged: now the tablets change in memory, writers held back only
     // for this.
-    QuiesceWriters();
+    StartTabletChange();
     s = ApplyEdit(edit);
-    ResumeWriters();
+    FinishTabletChange();
     ++stat_splits_;
     Log(LogLevel::kInfo, "split tablet " + std::to_string(t->id) + " (" +
                              std::to_string(bytes) + " bytes) into " +
@@ -470,9 +471,9 @@ Status DBImpl::MergeTablets(std::shared_ptr<Tablet> a,
   Status s = LogEdit(edit);
   mu_.Lock();
   if (s.ok()) {
-    QuiesceWriters();
+    StartTabletChange();
     s = ApplyEdit(edit);
-    ResumeWriters();
+    FinishTabletChange();
     ++stat_merges_;
     Log(LogLevel::kInfo, "merged tablets " + std::to_string(a->id) + " and " +
                              std::to_string(b->id) + " into " +

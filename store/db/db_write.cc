@@ -304,11 +304,8 @@ Result<int64_t> DBImpl::WriteLocked(std::string_view table,
 }
 
 void DBImpl::LeadGroup(Writer* self) {
-  // A split or merge in progress goes first.
-  while (writers_quiesced_) Await(&fill_cv_);
   Status status = bg_error_;
   if (status.ok()) status = MakeRoomForWrite();
-  while (writers_quiesced_) Await(&fill_cv_);
   // The group and its batch are the leading thread's, kept from its last
   // group (a thread leads one group at a time): their vectors keep their
   // capacity, so a write allocates none of them.
@@ -505,7 +502,7 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
   mu_.Lock();
   if (status.ok()) FillMemtables(routed, batch);
   leader_filling_ = false;
-  if (writers_quiesced_) fill_cv_.SignalAll();
+  if (fill_waiters_ > 0) fill_cv_.SignalAll();
   inflight_first_seq_ = 0;
   // max: UpdateFamily may have taken a number meanwhile (its `since`).
   if (status.ok()) {
@@ -600,10 +597,10 @@ Status DBImpl::WriteLargeValues(GroupBatch* batch) {
 }
 
 void DBImpl::FillMemtables(uint64_t routed, GroupBatch* batch) {
-  // The memtables are filled without mu_, and the tablets do not change
-  // while leader_filling_ (QuiesceWriters waits for it): route again if
-  // they changed since the entries were routed.
-  while (writers_quiesced_) Await(&fill_cv_);
+  // The memtables are filled without mu_: route again if the tablets
+  // changed since the entries were routed. Once filling, the memtables
+  // routed to are filled even if a split, merge or freeze replaces them
+  // meanwhile (StartTabletChange): no writer waits for that.
   if (tablet_generation_ != routed) {
     batch->mems.clear();
     // nullptr: the table was dropped meanwhile.
@@ -612,8 +609,15 @@ void DBImpl::FillMemtables(uint64_t routed, GroupBatch* batch) {
     }
   }
   leader_filling_ = true;
+  ++fills_;
   mu_.Unlock();
-  for (const GroupEntry& e : batch->entries) {
+  const int64_t pause = fill_pause_for_testing_.load(std::memory_order_relaxed);
+  const size_t n = batch->entries.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (pause > 0 && i == n / 2) {
+      std::this_thread::sleep_for(std::chrono::microseconds(pause));
+    }
+    const GroupEntry& e = batch->entries[i];
     if (e.mem == nullptr) continue;
     e.mem->Add(e.key, e.value);
     if (e.held_bytes != 0) e.mem->Hold(batch->hold, e.held_bytes);

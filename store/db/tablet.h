@@ -100,6 +100,12 @@ struct Tablet {
   bool Contains(std::string_view key) const { return key >= lo && key < hi; }
   // The oldest log holding an unflushed entry of this tablet (kNoLog: none).
   uint64_t OldestLog() const;
+  // Whether the active memtable holds entries or a leader routed some to it
+  // (mem_first_log is set at routing, before the leader fills it without
+  // mu_): a split or merge then keeps it, frozen, for its halves.
+  bool MemInUse() const {
+    return mem->entries() > 0 || mem_first_log != kNoLog;
+  }
   // The active memtable as a frozen one (for a freeze, split or merge).
   Immutable FrozenMem(uint64_t order) const {
     return {mem, mem_first_log, mem_first_seq, order};

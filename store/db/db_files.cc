@@ -99,6 +99,12 @@ Status DBImpl::CloseLogValues() {
   if (s.IsNotSupported()) s = log_values_->Sync();
   // Close() repeats a failed append's error: the sync above is what counts.
   log_values_->Close().IgnoreError();
+  {
+    // Its size as an SSTable first named it, while it still grew.
+    MutexLock f(&files_mu_);
+    auto it = value_file_sizes_.find(log_values_->file_number());
+    if (it != value_file_sizes_.end()) it->second = log_values_->size();
+  }
   log_values_.reset();
   log_values_hold_.reset();
   return s;

@@ -1145,6 +1145,7 @@ TEST(DBDurabilityTest, LargeValuesAreWrittenOnceAtCommit) {
   ASSERT_TRUE(db->Flush().ok());
   ASSERT_TRUE(db->WaitForIdle().ok());
   EXPECT_EQ(FilesSize(&mem, ".vlf"), values_before);
+  EXPECT_EQ(db->GetStats().value_file_bytes, values_before);
   EXPECT_LT(FilesSize(&mem, ".sst"), 10000u);
   // A reopen replays a reference as well.
   const std::string third = Patterned(3000, 3);

@@ -247,39 +247,46 @@ Result<std::string> DBImpl::LoadValue(EntryKind kind, std::string_view raw) {
   return reader->Read(ref);
 }
 
-Status DBImpl::CheckReplayedValue(const ValueRef& ref, bool* torn) {
-  *torn = false;
-  const std::string path = FileName(ref.file_number, ".vlf");
+Result<DBImpl::ReplayedValue> DBImpl::CheckReplayedValue(const ValueRef& ref,
+                                                         bool may_be_torn) {
   Result<std::shared_ptr<ValueFileReader>> reader =
       GetValueReader(ref.file_number, ref.offset + ref.size);
   if (!reader.ok()) {
-    // Gone with its directory entry: made after the directory's last sync.
-    *torn = reader.status().IsNotFound();
-    return *torn ? Status::OK() : reader.status();
+    // The file and its name were synced when it was made: the engine
+    // deleted it, once no memtable or SSTable named it any more.
+    if (reader.status().IsNotFound()) return ReplayedValue::kGone;
+    return reader.status();
   }
+  // Only the newest log's value file can hold bytes never synced (a log
+  // switch syncs the old one's), and a power cut leaves them cut short (the
+  // file ends before them) or, on a filesystem that shows unwritten blocks
+  // as zeros, with an entry header of zeros (never a real header: it holds
+  // checksums). Any other damage may be to synced bytes: Corruption.
+  const std::string path = FileName(ref.file_number, ".vlf");
   if ((*reader)->size() < ref.offset + ref.size) {
-    *torn = true;  // cut short
-    return Status::OK();
+    if (may_be_torn) return ReplayedValue::kTorn;
+    return Status::Corruption(path, "value at offset " +
+                                        std::to_string(ref.offset) +
+                                        " cut short");
   }
-  Result<std::string> value = (*reader)->Read(ref);
-  if (value.ok()) return Status::OK();
-  // Zeros where the entry's header should be: never written out.
-  Result<std::unique_ptr<RandomAccessFile>> file =
-      env_->NewRandomAccessFile(path);
-  if (file.ok()) {
+  Status s = (*reader)->Read(ref).status();
+  if (s.ok()) return ReplayedValue::kIntact;
+  if (may_be_torn) {
+    Result<std::unique_ptr<RandomAccessFile>> file =
+        env_->NewRandomAccessFile(path);
     char scratch[kValueEntryHeaderSize];
     std::string_view header;
-    if ((*file)
+    if (file.ok() &&
+        (*file)
             ->Read(ref.offset - kValueEntryHeaderSize, kValueEntryHeaderSize,
                    &header, scratch)
             .ok() &&
         header.size() == kValueEntryHeaderSize &&
         header.find_first_not_of('\0') == std::string_view::npos) {
-      *torn = true;
-      return Status::OK();
+      return ReplayedValue::kTorn;
     }
   }
-  return value.status();
+  return s;
 }
 
 }  // namespace tabletfs

@@ -320,9 +320,11 @@ class DBImpl final : public DB {
   // close): synced, then closed; the memtables' holds keep the file until
   // they are flushed.
   Status CloseLogValues() REQUIRES(log_mu_);
-  // Appends the record that is `record`'s pieces one after another.
+  // Appends the record that is `record`'s pieces one after another; the
+  // log's size and its value file's after it.
   Status AppendToLog(std::span<const std::string_view> record, bool sync,
-                     uint64_t* log_bytes) EXCLUDES(mu_, log_mu_);
+                     uint64_t* log_bytes, uint64_t* value_bytes)
+      EXCLUDES(mu_, log_mu_);
   // Fills the memtables without mu_ (leader_filling_ set), routing again
   // when the tablets changed since `routed` (a tablet_generation_).
   void FillMemtables(uint64_t routed, GroupBatch* batch) REQUIRES(mu_);
@@ -547,18 +549,25 @@ class DBImpl final : public DB {
   std::shared_ptr<const void> NewValueFileHold(uint64_t number)
       EXCLUDES(files_mu_);
   void ValueFileUnheld(uint64_t number) EXCLUDES(files_mu_);
-  // At replay: whether the value `ref` names is intact. *torn when it is
-  // missing, cut short or zeroed (a power cut before the file's sync: the
-  // log record pointing at it was never synced either); Corruption for any
-  // other damage.
-  Status CheckReplayedValue(const ValueRef& ref, bool* torn);
+  // At replay, what is where a replayed entry's value should be: kIntact;
+  // kGone when its file is gone (the engine deleted it after every value
+  // there was dropped by a compaction: an entry that a merged tablet's
+  // replay brings back, store/doc/tablets.md); kTorn when, in the newest
+  // log's value file (`may_be_torn`), the value is cut short or its entry
+  // header reads as zeros (a power cut before that file's sync, so the
+  // record pointing at it was never synced either).
+  // Corruption for any other damage.
+  enum class ReplayedValue { kIntact, kGone, kTorn };
+  Result<ReplayedValue> CheckReplayedValue(const ValueRef& ref,
+                                           bool may_be_torn);
   TableOptions MakeTableOptions();
   // Adds the record's entries to their tablets' memtables; counts in
-  // *skipped those already in the tablets' SSTables. Adds none and sets
-  // *values_torn when a value an entry points at is lost
-  // (CheckReplayedValue).
+  // *skipped those already in the tablets' SSTables, and those whose value
+  // file is gone. Adds none and sets *values_torn when a value an entry
+  // points at is torn (CheckReplayedValue, with `may_be_torn`).
   Status ReplayLogRecord(const LogRecord& record, uint64_t log_number,
-                         uint64_t* skipped, bool* values_torn) REQUIRES(mu_);
+                         bool may_be_torn, uint64_t* skipped,
+                         bool* values_torn) REQUIRES(mu_);
   // The oldest log to keep: the live ones (from log_number_), the newest
   // flushed ones within options_.change_history_bytes (none while
   // space_short_), and every one a change subscription still reads

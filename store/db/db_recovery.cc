@@ -361,7 +361,17 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
   // Set at a record whose value never reached the disk: it and everything
   // logged after it were never synced, so replay ends there.
   bool values_torn = false;
-  for (uint64_t number : logs) {
+  // Values in the newest log's value file may be torn by a power cut (the
+  // newest log with records: a switch makes the next log before it syncs
+  // the old one's values).
+  size_t newest = 0;
+  for (size_t i = 0; i < logs.size(); ++i) {
+    Result<uint64_t> size = env_->GetFileSize(FileName(logs[i], ".log"));
+    if (!size.ok() || *size > 0) newest = i;
+  }
+  for (size_t log_index = 0; log_index < logs.size(); ++log_index) {
+    const uint64_t number = logs[log_index];
+    const bool may_be_torn = log_index >= newest;
     std::string path = FileName(number, ".log");
     std::optional<int64_t>& first = first_commits.emplace_back();
     if (values_torn) {
@@ -382,8 +392,8 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
     uint64_t record_start = 0;  // the end of the last record replayed
     while (reader.ReadRecord(&record, &s)) {
       TABLETFS_RETURN_IF_ERROR(DecodeLogRecord(record, path, &decoded));
-      TABLETFS_RETURN_IF_ERROR(
-          ReplayLogRecord(decoded, number, &skipped, &values_torn));
+      TABLETFS_RETURN_IF_ERROR(ReplayLogRecord(decoded, number, may_be_torn,
+                                               &skipped, &values_torn));
       if (values_torn) break;
       if (!first && !decoded.writes.empty()) {
         first = decoded.writes.front().timestamp;
@@ -432,11 +442,14 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
 }
 
 Status DBImpl::ReplayLogRecord(const LogRecord& record, uint64_t log_number,
-                               uint64_t* skipped, bool* values_torn) {
+                               bool may_be_torn, uint64_t* skipped,
+                               bool* values_torn) {
   // First the values the entries to replay point at (written at commit,
   // beside the log: store/doc/value_file_format.md): the record replays
-  // whole or not at all.
-  for (const LogRecordEntry& entry : record.entries) {
+  // whole or not at all, without the entries whose value is gone.
+  std::vector<size_t> gone;
+  for (size_t i = 0; i < record.entries.size(); ++i) {
+    const LogRecordEntry& entry = record.entries[i];
     ParsedKey parsed;
     if (!ParseInternalKey(entry.key, &parsed) ||
         parsed.kind != EntryKind::kPutValueRef) {
@@ -448,15 +461,26 @@ Status DBImpl::ReplayLogRecord(const LogRecord& record, uint64_t log_number,
       continue;
     }
     TABLETFS_ASSIGN_OR_RETURN(ValueRef ref, ValueRef::DecodeFrom(entry.value));
-    bool torn = false;
-    TABLETFS_RETURN_IF_ERROR(CheckReplayedValue(ref, &torn));
-    if (torn) {
+    TABLETFS_ASSIGN_OR_RETURN(ReplayedValue found,
+                              CheckReplayedValue(ref, may_be_torn));
+    if (found == ReplayedValue::kTorn) {
       *values_torn = true;
       return Status::OK();
     }
-    replayed_value_files_.insert(ref.file_number);
+    if (found == ReplayedValue::kGone) {
+      gone.push_back(i);
+    } else {
+      replayed_value_files_.insert(ref.file_number);
+    }
   }
-  for (const LogRecordEntry& entry : record.entries) {
+  size_t next_gone = 0;
+  for (size_t i = 0; i < record.entries.size(); ++i) {
+    const LogRecordEntry& entry = record.entries[i];
+    if (next_gone < gone.size() && gone[next_gone] == i) {
+      ++next_gone;
+      ++*skipped;
+      continue;
+    }
     const std::string_view key = entry.key;
     ParsedKey parsed;
     if (!ParseInternalKey(key, &parsed)) {

@@ -497,8 +497,10 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
   if (batch->value_file_number != 0) {
     for (const GroupEntry& e : batch->entries) record_size += e.held_bytes;
   }
-  uint64_t log_bytes = 0;
-  if (status.ok()) status = AppendToLog(pieces, batch->sync, &log_bytes);
+  uint64_t log_bytes = 0, value_bytes = 0;
+  if (status.ok()) {
+    status = AppendToLog(pieces, batch->sync, &log_bytes, &value_bytes);
+  }
   mu_.Lock();
   if (status.ok()) FillMemtables(routed, batch);
   leader_filling_ = false;
@@ -512,8 +514,11 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
     stat_bytes_user_ += group_bytes;
     stat_bytes_disk_ += record_size;
     if (batch->sync) ++stat_log_syncs_;
-    log_file_bytes_ = log_bytes;
-    log_sizes_[current_log_number_] = log_file_bytes_;
+    // The log's value file counts with it for the switch (a log is
+    // switched by size), not for the change history, which keeps the
+    // logs, not the values.
+    log_file_bytes_ = log_bytes + value_bytes;
+    log_sizes_[current_log_number_] = log_bytes;
     // A tablet that its memtable takes past the split threshold splits
     // now, not after the next flush (which waits for memtable_bytes).
     const MemTable* last = nullptr;
@@ -539,15 +544,15 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
 }
 
 Status DBImpl::AppendToLog(std::span<const std::string_view> record,
-                           bool sync,
-                           uint64_t* log_bytes) {
+                           bool sync, uint64_t* log_bytes,
+                           uint64_t* value_bytes) {
   MutexLock lg(&log_mu_);
   Status status = log_->AddRecord(record);
   if (status.ok() && sync) status = SyncLogValues();
   if (status.ok()) status = sync ? log_->Sync() : log_->Flush();
   if (status.ok() && sync) log_synced_bytes_ = log_->size();
-  // The log's value file counts with it (a log is switched by size).
-  *log_bytes = log_->size() + (log_values_ ? log_values_->size() : 0);
+  *log_bytes = log_->size();
+  *value_bytes = log_values_ ? log_values_->size() : 0;
   return status;
 }
 

@@ -1255,8 +1255,11 @@ TEST(DBDurabilityTest, ValuesWrittenAtCommitSurvivePowerLoss) {
 
 // The log reached the disk but a value it points at did not (what a power
 // cut between the two writes leaves): replay ends before that record, so
-// what survives is a prefix of the writes. Damage to a value that did reach
-// the disk is Corruption, not an end.
+// what survives is a prefix of the writes; so does one whose entry header
+// reads as zeros. A value damaged otherwise (a flipped bit) is Corruption. A
+// value file that is gone was deleted by the engine (every
+// value in it dropped by a compaction, which a merged tablet's replay can
+// meet again): its entries are skipped and replay goes on.
 TEST(DBDurabilityTest, ALostValueEndsReplayLikeATornTail) {
   MemEnv mem;
   Options o = BaseOptions(&mem);
@@ -1301,14 +1304,44 @@ TEST(DBDurabilityTest, ALostValueEndsReplayLikeATornTail) {
     EXPECT_EQ(v, Patterned(5000, 10));
   }
   // The same files with one byte of the value flipped instead.
-  for (const auto& n : Children(&mem)) mem.RemoveFile("/db/" + n).IgnoreError();
-  for (auto& [path, data] : files) {
-    if (path == value_file) data[cut + 100] ^= 1;
-    ASSERT_TRUE(WriteStringToFile(&mem, data, path, true).ok());
-  }
+  auto restore = [&](const std::string& changed, size_t flip) {
+    for (const auto& n : Children(&mem)) {
+      mem.RemoveFile("/db/" + n).IgnoreError();
+    }
+    for (auto [path, data] : files) {
+      if (path == changed) data[flip] ^= 1;
+      ASSERT_TRUE(WriteStringToFile(&mem, data, path, true).ok());
+    }
+  };
+  restore(value_file, cut + 100);
   auto damaged = DB::Open(o, "/db");
   ASSERT_FALSE(damaged.ok());
   EXPECT_TRUE(damaged.status().IsCorruption()) << damaged.status().ToString();
+  // Zeros where the value's entry header was to be: never written out.
+  restore("", 0);
+  {
+    std::string data = *ReadFileToString(&mem, value_file);
+    data.replace(cut, 24, 24, '\0');  // "lost"'s first value's header
+    ASSERT_TRUE(WriteStringToFile(&mem, data, value_file, true).ok());
+  }
+  {
+    auto db = OpenOrDie(o);
+    ASSERT_NE(db, nullptr);
+    EXPECT_EQ(RowCells(db.get(), "before"), 2);
+    EXPECT_EQ(RowCells(db.get(), "lost"), 0);
+    EXPECT_EQ(RowCells(db.get(), "after"), 0);
+  }
+  // The value file gone: its entries are skipped, the rest replays.
+  restore("", 0);
+  ASSERT_TRUE(mem.RemoveFile(value_file).ok());
+  {
+    auto db = OpenOrDie(o);
+    ASSERT_NE(db, nullptr);
+    EXPECT_EQ(RowCells(db.get(), "before"), 0);
+    EXPECT_EQ(RowCells(db.get(), "lost"), 0);
+    EXPECT_EQ(RowCells(db.get(), "after"), 2);
+    EXPECT_TRUE(db->Verify().ok());
+  }
 }
 
 }  // namespace

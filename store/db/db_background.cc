@@ -891,6 +891,14 @@ DbStats DBImpl::GetStats() {
     MutexLock l(&files_mu_);
     for (const auto& [n, size] : value_file_sizes_) s.value_file_bytes += size;
   }
+  {
+    // Not inside mu_: the leader holds log_mu_ while it writes a group's
+    // large values, and readers and writers would wait for mu_ meanwhile.
+    MutexLock lg(&log_mu_);
+    if (log_ != nullptr && log_->size() > log_synced_bytes_) {
+      s.log_unsynced_bytes = log_->size() - log_synced_bytes_;
+    }
+  }
   MutexLock l(&mu_);
   std::set<const MemTable*> frozen;
   std::set<uint64_t> files;  // shared files once
@@ -928,12 +936,6 @@ DbStats DBImpl::GetStats() {
   s.commit_syncs = stat_commit_syncs_;
   s.commit_sync_micros = stat_commit_sync_micros_;
   s.space_reserve_bytes = space_reserve_;
-  {
-    MutexLock lg(&log_mu_);
-    if (log_ != nullptr && log_->size() > log_synced_bytes_) {
-      s.log_unsynced_bytes = log_->size() - log_synced_bytes_;
-    }
-  }
   s.block_cache_hits = block_cache_->hits();
   s.block_cache_misses = block_cache_->misses();
   s.bloom_useful = stat_bloom_useful_.load(std::memory_order_relaxed);

@@ -450,11 +450,12 @@ Status DBImpl::ReplayLogRecord(const LogRecord& record, uint64_t log_number,
   std::vector<size_t> gone;
   for (size_t i = 0; i < record.entries.size(); ++i) {
     const LogRecordEntry& entry = record.entries[i];
-    ParsedKey parsed;
-    if (!ParseInternalKey(entry.key, &parsed) ||
-        parsed.kind != EntryKind::kPutValueRef) {
+    // The kind is the key's last byte: only references are parsed here.
+    if (entry.key.empty() || KindOf(entry.key) != EntryKind::kPutValueRef) {
       continue;
     }
+    ParsedKey parsed;
+    if (!ParseInternalKey(entry.key, &parsed)) continue;  // refused below
     const Tablet* t = FindTablet(parsed.table_id, entry.key);
     if (t == nullptr || log_number < t->log_number ||
         parsed.seq <= t->flushed_seq) {

@@ -199,6 +199,60 @@ TEST_F(DBConcurrencyTest, ScannerKeepsItsViewAcrossFlushAndCompaction) {
   EXPECT_EQ(n, 200);
 }
 
+// Tiny tablets on `env`: they split, merge, freeze and flush often.
+Options TinyTabletOptions(Env* env, size_t memtable_bytes,
+                          size_t split_bytes) {
+  Options options;
+  options.env = env;
+  options.space_reserve_bytes = 0;
+  options.memtable_bytes = memtable_bytes;
+  options.target_file_bytes = 8 << 10;
+  options.block_size = 1024;
+  options.tablet_split_bytes = split_bytes;
+  return options;
+}
+
+// Opens /db with table t and its family f.
+std::unique_ptr<DB> OpenWithTable(const Options& options) {
+  auto opened = DB::Open(options, "/db");
+  EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+  if (!opened.ok()) return nullptr;
+  std::unique_ptr<DB> db = std::move(*opened);
+  EXPECT_TRUE(db->CreateTable("t").ok());
+  EXPECT_TRUE(db->CreateFamily("t", "f", FamilySettings()).ok());
+  return db;
+}
+
+// Every row of `rows` holds cell f:q, by point reads and by a scan of
+// table t, in *db and again after a reopen (which replaces *db).
+void ExpectRowsBeforeAndAfterReopen(const Options& options,
+                                    const std::vector<std::string>& rows,
+                                    std::unique_ptr<DB>* db) {
+  const DbStats stats = (*db)->GetStats();
+  EXPECT_GE(stats.tablet_splits, 5u);
+  for (int pass = 0; pass < 2; ++pass) {
+    int missing = 0;
+    for (const std::string& row : rows) {
+      auto cells = (*db)->ReadCell("t", row, "f", "q", ReadOptions());
+      ASSERT_TRUE(cells.ok()) << cells.status().ToString();
+      if (cells->size() != 1) ++missing;
+    }
+    auto scanner = (*db)->NewScanner("t", ScanOptions());
+    ASSERT_TRUE(scanner.ok());
+    size_t scanned = 0;
+    for (; (*scanner)->Valid(); (*scanner)->Next()) ++scanned;
+    scanner->reset();
+    EXPECT_EQ(missing, 0) << "pass " << pass << ", " << stats.tablet_splits
+                          << " splits, " << stats.tablet_merges << " merges, "
+                          << stats.flushes << " flushes";
+    EXPECT_EQ(scanned, rows.size()) << "pass " << pass;
+    db->reset();
+    auto again = DB::Open(options, "/db");
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    *db = std::move(*again);
+  }
+}
+
 // Writers append to the log without holding up splits, merges and freezes,
 // which may replace the memtables their entries were routed to: the leader
 // routes them again before it fills memtables. Slow synced log writes (a
@@ -209,18 +263,9 @@ TEST(DBTabletConcurrencyTest, WritesRoutedBeforeASplitLandInTheRightTablet) {
   MemEnv mem;
   FaultInjectionEnv env(&mem);
   env.SetSyncDelay(300, ".log");
-  Options options;
-  options.env = &env;
-  options.space_reserve_bytes = 0;
-  options.memtable_bytes = 16 << 10;
-  options.target_file_bytes = 8 << 10;
-  options.block_size = 1024;
-  options.tablet_split_bytes = 6 << 10;
-  auto opened = DB::Open(options, "/db");
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  std::unique_ptr<DB> db = std::move(*opened);
-  ASSERT_TRUE(db->CreateTable("t").ok());
-  ASSERT_TRUE(db->CreateFamily("t", "f", FamilySettings()).ok());
+  const Options options = TinyTabletOptions(&env, 16 << 10, 6 << 10);
+  std::unique_ptr<DB> db = OpenWithTable(options);
+  ASSERT_NE(db, nullptr);
 
   constexpr int kWriters = 4;
   constexpr int kRowsPerWriter = 250;
@@ -246,54 +291,24 @@ TEST(DBTabletConcurrencyTest, WritesRoutedBeforeASplitLandInTheRightTablet) {
   for (auto& t : writers) t.join();
   ASSERT_FALSE(failed);
   ASSERT_TRUE(db->WaitForIdle().ok());
-  DbStats stats = db->GetStats();
-  EXPECT_GE(stats.tablet_splits, 5u);
-
-  for (int pass = 0; pass < 2; ++pass) {
-    int missing = 0;
-    for (int w = 0; w < kWriters; ++w) {
-      for (int i = 0; i < kRowsPerWriter; ++i) {
-        auto cells = db->ReadCell("t", row(w, i), "f", "q", ReadOptions());
-        ASSERT_TRUE(cells.ok()) << cells.status().ToString();
-        if (cells->size() != 1) ++missing;
-      }
-    }
-    auto scanner = db->NewScanner("t", ScanOptions());
-    ASSERT_TRUE(scanner.ok());
-    int scanned = 0;
-    for (; (*scanner)->Valid(); (*scanner)->Next()) ++scanned;
-    scanner->reset();
-    EXPECT_EQ(missing, 0) << "pass " << pass << ", " << stats.tablet_splits
-                          << " splits, " << stats.tablet_merges << " merges";
-    EXPECT_EQ(scanned, kWriters * kRowsPerWriter) << "pass " << pass;
-    db.reset();
-    auto again = DB::Open(options, "/db");
-    ASSERT_TRUE(again.ok()) << again.status().ToString();
-    db = std::move(*again);
+  std::vector<std::string> rows;
+  for (int w = 0; w < kWriters; ++w) {
+    for (int i = 0; i < kRowsPerWriter; ++i) rows.push_back(row(w, i));
   }
+  ExpectRowsBeforeAndAfterReopen(options, rows, &db);
 }
 
 // A split, merge or freeze does not wait for the leader filling memtables:
 // it freezes a memtable the leader still fills (MemInUse keeps one the
 // leader routed to but has not filled yet), and the flush of a frozen
 // memtable waits for that fill (AwaitFill). Tiny tablets split, merge and
-// freeze beside
-// them (each leader sleeps halfway through its fill); every acknowledged
-// row must be there, before and after a reopen.
+// freeze beside fills (each leader sleeps halfway through its fill);
+// every acknowledged row must be there, before and after a reopen.
 TEST(DBTabletConcurrencyTest, SplitsAndFreezesBesideAFillLoseNothing) {
   MemEnv mem;
-  Options options;
-  options.env = &mem;
-  options.space_reserve_bytes = 0;
-  options.memtable_bytes = 64 << 10;
-  options.target_file_bytes = 8 << 10;
-  options.block_size = 1024;
-  options.tablet_split_bytes = 16 << 10;
-  auto opened = DB::Open(options, "/db");
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  std::unique_ptr<DB> db = std::move(*opened);
-  ASSERT_TRUE(db->CreateTable("t").ok());
-  ASSERT_TRUE(db->CreateFamily("t", "f", FamilySettings()).ok());
+  const Options options = TinyTabletOptions(&mem, 64 << 10, 16 << 10);
+  std::unique_ptr<DB> db = OpenWithTable(options);
+  ASSERT_NE(db, nullptr);
   static_cast<DBImpl*>(db.get())->SetFillPauseForTesting(
       std::chrono::microseconds(2000));
 
@@ -326,28 +341,13 @@ TEST(DBTabletConcurrencyTest, SplitsAndFreezesBesideAFillLoseNothing) {
   for (auto& t : writers) t.join();
   ASSERT_FALSE(failed);
   ASSERT_TRUE(db->WaitForIdle().ok());
-  DbStats stats = db->GetStats();
-  EXPECT_GE(stats.tablet_splits, 5u);
-  for (int pass = 0; pass < 2; ++pass) {
-    int missing = 0;
-    for (int w = 0; w < kWriters; ++w) {
-      for (int b = 0; b < kBatches; ++b) {
-        for (int i = 0; i < kRowsPerBatch; ++i) {
-          auto cells =
-              db->ReadCell("t", row(w, b, i), "f", "q", ReadOptions());
-          ASSERT_TRUE(cells.ok()) << cells.status().ToString();
-          if (cells->size() != 1) ++missing;
-        }
-      }
+  std::vector<std::string> rows;
+  for (int w = 0; w < kWriters; ++w) {
+    for (int b = 0; b < kBatches; ++b) {
+      for (int i = 0; i < kRowsPerBatch; ++i) rows.push_back(row(w, b, i));
     }
-    EXPECT_EQ(missing, 0) << "pass " << pass << ", " << stats.tablet_splits
-                          << " splits, " << stats.tablet_merges << " merges, "
-                          << stats.flushes << " flushes";
-    db.reset();
-    auto again = DB::Open(options, "/db");
-    ASSERT_TRUE(again.ok()) << again.status().ToString();
-    db = std::move(*again);
   }
+  ExpectRowsBeforeAndAfterReopen(options, rows, &db);
 }
 
 }  // namespace

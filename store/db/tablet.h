@@ -44,7 +44,8 @@ struct Version {
   // smallest key, disjoint.
   std::vector<std::shared_ptr<const FileMeta>> levels[kNumLevels];
   // Point reads of this version that searched a level-0 file and another
-  // file as well (LevelDB's seek compaction): past
+  // file as well, or probed two level-0 files' filters (LevelDB's seek
+  // compaction, which counts searches only): past
   // ReadCompactionThreshold() its level 0 is compacted though it holds
   // fewer files than the trigger.
   mutable std::atomic<uint64_t> overlapped_reads{0};

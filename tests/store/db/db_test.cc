@@ -457,6 +457,38 @@ TEST_F(DBTest, ReadsThatSearchTwoFilesCompactLevelZero) {
   }
 }
 
+// Reads of missing rows search no file, but with two level-0 files whose
+// ranges hold the row each probes both files' Bloom filters (and a deeper
+// level's): they count toward the same compaction.
+TEST_F(DBTest, ReadsThatProbeTwoLevelZeroFiltersCompactLevelZero) {
+  MakeTable("t", {"f"});
+  auto row = [](int i) { return std::string("row").append(std::to_string(i)); };
+  constexpr int kRows = 2000;
+  for (int version = 1; version <= 2; ++version) {
+    for (int i = 0; i < kRows; ++i) Put("t", row(i), "f", "q", version, "v");
+    ASSERT_TRUE(db_->Flush().ok());
+  }
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  auto level0_files = [&] {
+    DbStats stats = db_->GetStats();
+    return stats.levels.empty() ? 0 : stats.levels[0].files;
+  };
+  ASSERT_EQ(level0_files(), 2u) << db_->GetStats().ToString();
+  const uint64_t compactions = db_->GetStats().compactions;
+  for (int i = 0; i < kRows; ++i) {
+    // "row<i>m" sorts inside both files' ranges and is in neither.
+    auto cells = db_->ReadCell("t", row(i).append("m"), "f", "q",
+                               ReadOptions());
+    ASSERT_TRUE(cells.ok()) << cells.status().ToString();
+    ASSERT_TRUE(cells->empty());
+  }
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  DbStats stats = db_->GetStats();
+  EXPECT_GT(stats.compactions, compactions) << stats.ToString();
+  EXPECT_EQ(level0_files(), 0u) << stats.ToString();
+  EXPECT_EQ(Get("t", row(7), "f", "q"), "2:v");
+}
+
 TEST_F(DBTest, AppendIncrementCheckAndMutate) {
   MakeTable("t", {"f"});
   WriteOptions wo;

@@ -175,15 +175,24 @@ Status DBImpl::SwitchLog() {
   std::string path = FileName(number, ".log");
   Result<std::unique_ptr<WritableFile>> file = env_->NewWritableFile(path);
   if (!file.ok()) return file.status().WithContext("new log");
-  Status dir_status = env_->SyncDir(dir_);
-  if (!dir_status.ok()) return dir_status.WithContext("new log");
-  // The old log is synced before it is closed: its writes may have been
-  // acknowledged without sync, and a later DB::Sync() or synced write only
-  // syncs the new log, yet promises durability for everything acknowledged
-  // before it. The sync runs without mu_, after any sync beside the
-  // writers (SyncLogConcurrently) of the old log ended.
+  // The new log's directory entry is made durable before the log is used,
+  // and the old log is synced before it is closed: its writes may have
+  // been acknowledged without sync, and a later DB::Sync() or synced write
+  // only syncs the new log, yet promises durability for everything
+  // acknowledged before it. Both run without mu_ (the leader's writers
+  // wait; readers and the background thread do not): under a compaction's
+  // writeback the directory's fsync alone took up to 380 ms, and a read
+  // waited for all of it (docs/BENCHMARKS.md, "The read stall with splits
+  // off"). The old log's sync waits for any sync beside the writers
+  // (SyncLogConcurrently) of it to end.
   mu_.Unlock();
-  Status s;
+  Status s = env_->SyncDir(dir_);
+  if (!s.ok()) {
+    // Nothing was switched: the next group tries again with a new number
+    // (an open removes the unused file).
+    mu_.Lock();
+    return s.WithContext("new log");
+  }
   {
     MutexLock lg(&log_mu_);
     AwaitLogIdle();        // a commit may be syncing the old log

@@ -4,7 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <future>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -348,6 +351,106 @@ TEST(DBTabletConcurrencyTest, SplitsAndFreezesBesideAFillLoseNothing) {
     }
   }
   ExpectRowsBeforeAndAfterReopen(options, rows, &db);
+}
+
+// A directory sync that blocks the thread named by Arm() until Release():
+// a disk whose fsync of the directory waits behind a compaction's
+// writeback (it took up to 380 ms in the tablet benchmark).
+class BlockingSyncDirEnv : public FaultInjectionEnv {
+ public:
+  using FaultInjectionEnv::FaultInjectionEnv;
+
+  void Arm(std::thread::id thread) {
+    std::lock_guard<std::mutex> l(mu_);
+    thread_ = thread;
+  }
+  // True once the armed thread is blocked in SyncDir (false after 10 s).
+  bool AwaitBlocked() {
+    std::unique_lock<std::mutex> l(mu_);
+    return cv_.wait_for(l, std::chrono::seconds(10), [&] { return blocked_; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> l(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+  Status SyncDir(const std::string& dir) override {
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      if (std::this_thread::get_id() == thread_ && !released_) {
+        blocked_ = true;
+        cv_.notify_all();
+        cv_.wait(l, [&] { return released_; });
+      }
+    }
+    return FaultInjectionEnv::SyncDir(dir);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::thread::id thread_;
+  bool blocked_ = false;
+  bool released_ = false;
+};
+
+// A log switch makes the new log's directory entry durable on the write
+// path, but not under the database's lock: a point read made meanwhile
+// answers at once (it waited for the whole fsync before).
+TEST(DBLogSwitchTest, AReadDoesNotWaitForALogSwitchsDirectorySync) {
+  MemEnv base;
+  BlockingSyncDirEnv env(&base);
+  Options options;
+  options.env = &env;
+  options.space_reserve_bytes = 0;
+  options.memtable_bytes = 32 << 10;  // also the size of one log
+  auto opened = DB::Open(options, "/db");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<DB> db = std::move(*opened);
+  ASSERT_TRUE(db->CreateTable("t").ok());
+  ASSERT_TRUE(db->CreateFamily("t", "f", FamilySettings()).ok());
+  RowMutation first("first");
+  first.SetCell("f", "q", "v");
+  ASSERT_TRUE(db->Apply("t", first, WriteOptions()).ok());
+
+  constexpr int kRows = 400;  // ~100 KiB of log: at least one switch
+  std::atomic<int> failed_writes{0};
+  std::atomic<bool> armed{false};
+  std::thread writer([&] {
+    while (!armed.load()) std::this_thread::yield();
+    for (int i = 0; i < kRows; ++i) {
+      RowMutation m(std::string("row").append(std::to_string(i)));
+      m.SetCell("f", "q", std::string(200, 'x'));
+      if (!db->Apply("t", m, WriteOptions()).ok()) ++failed_writes;
+    }
+  });
+  env.Arm(writer.get_id());
+  armed = true;
+  const bool blocked = env.AwaitBlocked();
+  std::future<bool> read;
+  if (blocked) {
+    read = std::async(std::launch::async, [&] {
+      Result<Row> row = db->ReadRow("t", "first", ReadOptions());
+      return row.ok() && row->cells.size() == 1 && row->cells[0].value == "v";
+    });
+  }
+  const bool answered =
+      blocked && read.wait_for(std::chrono::seconds(5)) ==
+                     std::future_status::ready;
+  env.Release();
+  writer.join();
+  ASSERT_TRUE(blocked) << "the writer never synced the directory";
+  EXPECT_TRUE(answered) << "the read waited for the directory sync";
+  EXPECT_TRUE(read.get());
+  EXPECT_EQ(failed_writes.load(), 0);
+  for (int i = 0; i < kRows; i += 37) {
+    Result<Row> row =
+        db->ReadRow("t", std::string("row").append(std::to_string(i)),
+                    ReadOptions());
+    ASSERT_TRUE(row.ok()) << row.status().ToString();
+    EXPECT_EQ(row->cells.size(), 1u) << i;
+  }
 }
 
 }  // namespace

@@ -109,6 +109,7 @@ Status DBImpl::FinishRecovery(const std::vector<uint64_t>& old_logs) {
     MutexLock lg(&log_mu_);
     log_ = std::make_unique<LogWriter>(std::move(file));
     log_synced_bytes_ = 0;
+    log_synced_total_ = 0;
   }
   // The log's directory entry must be durable before a synced write in it
   // is acknowledged.
@@ -156,6 +157,7 @@ void DBImpl::RollLogAfterFailure() {
     if (synced.ok() || synced.IsNotSupported()) synced = log_->SyncFlushed();
     log_ = std::make_unique<LogWriter>(std::move(*file));
     log_synced_bytes_ = 0;
+    log_synced_total_ = 0;
   }
   if (!synced.ok() && !synced.IsNotSupported()) {
     bg_error_ = synced.WithContext("syncing a failed log");
@@ -169,12 +171,30 @@ void DBImpl::RollLogAfterFailure() {
 }
 
 Status DBImpl::SwitchLog() {
-  // Creating the file under mu_ is rare (once per log) and keeps the switch
-  // atomic for the queue.
-  uint64_t number = next_file_number_++;
-  std::string path = FileName(number, ".log");
-  Result<std::unique_ptr<WritableFile>> file = env_->NewWritableFile(path);
-  if (!file.ok()) return file.status().WithContext("new log");
+  // The commit thread's spare log when it has one (LogUpkeep): made, and
+  // its directory entry synced, beside the writers.
+  uint64_t number = 0;
+  std::unique_ptr<WritableFile> file;
+  std::string stale_spare;
+  if (spare_log_ != nullptr) {
+    if (spare_log_number_ > current_log_number_) {
+      number = spare_log_number_;
+      file = std::move(spare_log_);
+    } else {
+      stale_spare = FileName(spare_log_number_, ".log");  // a roll passed it
+      spare_log_.reset();
+    }
+  }
+  const bool entry_synced = file != nullptr;
+  if (file == nullptr) {
+    // Creating the file under mu_ is rare (once per log) and keeps the
+    // switch atomic for the queue.
+    number = next_file_number_++;
+    Result<std::unique_ptr<WritableFile>> made =
+        env_->NewWritableFile(FileName(number, ".log"));
+    if (!made.ok()) return made.status().WithContext("new log");
+    file = std::move(*made);
+  }
   // The new log's directory entry is made durable before the log is used,
   // and the old log is synced before it is closed: its writes may have
   // been acknowledged without sync, and a later DB::Sync() or synced write
@@ -184,9 +204,11 @@ Status DBImpl::SwitchLog() {
   // writeback the directory's fsync alone took up to 380 ms, and a read
   // waited for all of it (docs/BENCHMARKS.md, "The read stall with splits
   // off"). The old log's sync waits for any sync beside the writers
-  // (SyncLogConcurrently) of it to end.
+  // (SyncLogConcurrently) of it to end; the early syncs (LogUpkeep) leave
+  // it little to do.
   mu_.Unlock();
-  Status s = env_->SyncDir(dir_);
+  if (!stale_spare.empty()) env_->RemoveFile(stale_spare).IgnoreError();
+  Status s = entry_synced ? Status::OK() : env_->SyncDir(dir_);
   if (!s.ok()) {
     // Nothing was switched: the next group tries again with a new number
     // (an open removes the unused file).
@@ -200,8 +222,9 @@ Status DBImpl::SwitchLog() {
     if (s.ok()) s = log_->Sync();
     if (s.ok()) s = log_->Close();
     if (s.ok()) {
-      log_ = std::make_unique<LogWriter>(std::move(*file));
+      log_ = std::make_unique<LogWriter>(std::move(file));
       log_synced_bytes_ = 0;
+      log_synced_total_ = 0;
     }
   }
   mu_.Lock();
@@ -319,7 +342,7 @@ Status DBImpl::MakeRoomForWrite() {
       }
       continue;
     }
-    if (log_file_bytes_ >= budget) {
+    if (log_file_bytes_ >= LogBytesLimit()) {
       TABLETFS_RETURN_IF_ERROR(SwitchLog());
       // The logs kept for replay: past the bound, flush the tablets that
       // hold the oldest one, so it can go.
@@ -362,7 +385,11 @@ Status DBImpl::SyncOrFlushRequest(bool flush_memtable) {
       MutexLock lg(&log_mu_);
       status = SyncLogValues();
       if (status.ok()) status = log_->Sync();
-      if (status.ok()) log_synced_bytes_ = log_->size();
+      if (status.ok()) {
+        log_synced_bytes_ = log_->size();
+        log_synced_total_ =
+            log_->size() + (log_values_ ? log_values_->size() : 0);
+      }
     }
     mu_.Lock();
     if (status.ok()) {
@@ -427,6 +454,10 @@ void DBImpl::CommitLoop() {
   Clock::time_point next = Clock::now() + interval;
   MutexLock l(&mu_);
   while (!shutting_down_) {
+    if (log_sync_wanted_ || spare_log_wanted_) {
+      LogUpkeep();
+      continue;
+    }
     Clock::time_point now = Clock::now();
     if (now < next) {
       AwaitFor(
@@ -443,6 +474,61 @@ void DBImpl::CommitLoop() {
     CommitLog().IgnoreError();  // sticky in bg_error_ and logged
     mu_.Lock();
   }
+}
+
+void DBImpl::RequestLogUpkeep(uint64_t unsynced) {
+  if (options_.commit_interval.count() <= 0) return;  // no commit thread
+  bool wake = false;
+  // Every 4 MiB (an eighth of a smaller log): the switch's own sync of the
+  // old log then covers at most that much.
+  const uint64_t per_sync = std::min<uint64_t>(4 << 20, LogBytesLimit() / 8);
+  if (unsynced >= per_sync && !log_sync_wanted_) {
+    log_sync_wanted_ = true;
+    wake = true;
+  }
+  if (spare_log_ == nullptr && !spare_log_wanted_ &&
+      spare_log_failed_during_ != current_log_number_ &&
+      log_file_bytes_ >= LogBytesLimit() / 2) {
+    spare_log_wanted_ = true;
+    wake = true;
+  }
+  if (wake) commit_cv_.Signal();
+}
+
+void DBImpl::LogUpkeep() {
+  if (log_sync_wanted_) {
+    log_sync_wanted_ = false;
+    mu_.Unlock();
+    CommitLog().IgnoreError();  // sticky in bg_error_ and logged
+    mu_.Lock();
+  }
+  if (!spare_log_wanted_) return;
+  const uint64_t number = next_file_number_++;
+  const std::string path = FileName(number, ".log");
+  mu_.Unlock();
+  Result<std::unique_ptr<WritableFile>> file = env_->NewWritableFile(path);
+  Status s = file.status();
+  if (s.ok()) s = env_->SyncDir(dir_);
+  mu_.Lock();
+  spare_log_wanted_ = false;
+  if (s.ok() && spare_log_ == nullptr && number > current_log_number_ &&
+      !shutting_down_) {
+    spare_log_ = std::move(*file);
+    spare_log_number_ = number;
+    return;
+  }
+  // Not needed (a switch or roll made its own meanwhile) or not made: the
+  // next switch makes its file itself, as without a commit thread.
+  if (!s.ok()) {
+    spare_log_failed_during_ = current_log_number_;
+    Log(LogLevel::kWarning, "preparing the next log: " + s.ToString());
+  }
+  mu_.Unlock();
+  if (file.ok()) {
+    file->reset();
+    env_->RemoveFile(path).IgnoreError();
+  }
+  mu_.Lock();
 }
 
 Status DBImpl::CommitLog() {
@@ -490,7 +576,7 @@ Status DBImpl::SyncLogConcurrently(bool* synced) {
   *synced = false;
   LogWriter* log;
   ValueFileWriter* values;
-  uint64_t target;
+  uint64_t target, target_total;
   {
     MutexLock lg(&log_mu_);
     AwaitLogIdle();  // one such sync at a time
@@ -502,6 +588,7 @@ Status DBImpl::SyncLogConcurrently(bool* synced) {
     log = log_.get();
     values = log_values_.get();
     target = log_->size();
+    target_total = target + (log_values_ ? log_values_->size() : 0);
     log_syncing_ = true;
   }
   // The leader may append to `log` and `values` meanwhile; SwitchLog and
@@ -517,11 +604,13 @@ Status DBImpl::SyncLogConcurrently(bool* synced) {
     // An Env whose files cannot sync beside a writer: sync under log_mu_,
     // the leader waiting.
     target = log_->size();
+    target_total = target + (log_values_ ? log_values_->size() : 0);
     s = SyncLogValues();
     if (s.ok()) s = log_->Sync();
   }
   if (!s.ok()) return s;
   log_synced_bytes_ = std::max(log_synced_bytes_, target);
+  log_synced_total_ = std::max(log_synced_total_, target_total);
   *synced = true;
   return Status::OK();
 }

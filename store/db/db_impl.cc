@@ -35,6 +35,15 @@ DBImpl::DBImpl(const Options& options, std::string dir)
 
 DBImpl::~DBImpl() {
   StopBackground();
+  {
+    // The commit thread's spare log, never used (the next open would only
+    // replay it empty).
+    MutexLock l(&mu_);
+    if (spare_log_ != nullptr) {
+      spare_log_.reset();
+      env_->RemoveFile(FileName(spare_log_number_, ".log")).IgnoreError();
+    }
+  }
   MutexLock l(&log_mu_);
   if (log_ != nullptr) {
     // Closing syncs so a clean shutdown never loses an acknowledged write.

@@ -141,6 +141,12 @@ class DBImpl final : public DB {
   // pass): syncs the log when anything was written since its last sync.
   // A failure is sticky (BackgroundError).
   Status CommitForTesting() EXCLUDES(mu_, log_mu_) { return CommitLog(); }
+  // Whether the commit thread has log upkeep (an early sync, the next
+  // log's file) asked of it and not yet done.
+  bool LogUpkeepPendingForTesting() EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    return log_sync_wanted_ || spare_log_wanted_;
+  }
   // Makes each leader sleep halfway through filling memtables, so that
   // tests can split, merge and flush beside a fill (0: no pause).
   void SetFillPauseForTesting(std::chrono::microseconds pause) {
@@ -322,9 +328,13 @@ class DBImpl final : public DB {
   Status CloseLogValues() REQUIRES(log_mu_);
   // Appends the record that is `record`'s pieces one after another; the
   // log's size and its value file's after it.
+  // *unsynced: the log's bytes not yet known to be synced.
   Status AppendToLog(std::span<const std::string_view> record, bool sync,
-                     uint64_t* log_bytes, uint64_t* value_bytes)
-      EXCLUDES(mu_, log_mu_);
+                     uint64_t* log_bytes, uint64_t* value_bytes,
+                     uint64_t* unsynced) EXCLUDES(mu_, log_mu_);
+  // After a group's append: asks the commit thread for an early sync of the
+  // log, or for the next log's file, when they are due (LogUpkeep).
+  void RequestLogUpkeep(uint64_t unsynced) REQUIRES(mu_);
   // Fills the memtables without mu_ (leader_filling_ set), routing again
   // when the tablets changed since `routed` (a tablet_generation_).
   void FillMemtables(uint64_t routed, GroupBatch* batch) REQUIRES(mu_);
@@ -461,7 +471,12 @@ class DBImpl final : public DB {
   void BackgroundLoop() EXCLUDES(mu_);
   bool HasBackgroundWork() REQUIRES(mu_);
   bool NeedsCompaction() REQUIRES(mu_);
-  // Syncs and closes the log and starts a new one. REQUIRES: front of
+  // A log is switched once it and its value file hold this many bytes.
+  uint64_t LogBytesLimit() const {
+    return std::max<uint64_t>(options_.memtable_bytes, 2);
+  }
+  // Syncs and closes the log and starts a new one: the spare log when the
+  // commit thread prepared one, else a file made now. REQUIRES: front of
   // writers_.
   Status SwitchLog() REQUIRES(mu_);
   // The tablet whose oldest frozen memtable is the oldest (nullptr: none).
@@ -478,8 +493,14 @@ class DBImpl final : public DB {
                : std::min(last_seq_, inflight_first_seq_ - 1);
   }
   // The commit thread: CommitLog() every options_.commit_interval until
-  // shutdown.
+  // shutdown, and LogUpkeep() whenever a leader asks for it.
   void CommitLoop() EXCLUDES(mu_);
+  // Keeps a log switch short for the writers waiting on it: syncs the log
+  // beside them once kLogBytesPerSync bytes are unsynced (so the switch's
+  // sync of the old log has little left to do), and makes the next log's
+  // file, its directory entry synced, once the log is half full (so the
+  // switch syncs no directory). Unlocks mu_ meanwhile.
+  void LogUpkeep() REQUIRES(mu_);
   // Syncs the log when anything was written since its last sync, without
   // holding mu_ or log_mu_ across the sync (SyncLogConcurrently); a failure
   // is sticky.
@@ -670,7 +691,19 @@ class DBImpl final : public DB {
   std::thread bg_thread_;
   CondVar bg_cv_{&mu_};    // wakes the background thread
   std::thread commit_thread_;
-  CondVar commit_cv_{&mu_};  // wakes the commit thread at shutdown
+  CondVar commit_cv_{&mu_};  // wakes the commit thread (shutdown, upkeep)
+  // Asked of the commit thread by RequestLogUpkeep: an early log sync, and
+  // the next log's file (spare_log_wanted_ stays set while it is made).
+  bool log_sync_wanted_ GUARDED_BY(mu_) = false;
+  bool spare_log_wanted_ GUARDED_BY(mu_) = false;
+  // The next log, made with its directory entry synced; used by the next
+  // SwitchLog only if still numbered above the current log (a roll after
+  // a failed append may have passed it).
+  std::unique_ptr<WritableFile> spare_log_ GUARDED_BY(mu_);
+  uint64_t spare_log_number_ GUARDED_BY(mu_) = 0;
+  // The log during which making the spare failed: not tried again (nor
+  // logged again) until the next switch.
+  uint64_t spare_log_failed_during_ GUARDED_BY(mu_) = 0;
   // Set at open, before any thread starts; read-only afterwards.
   uint64_t space_reserve_ = 0;
   // The free space of the data directory's filesystem for a write adding
@@ -713,6 +746,9 @@ class DBImpl final : public DB {
   std::unique_ptr<LogWriter> log_ GUARDED_BY(log_mu_);
   // Bytes of log_ known to be synced.
   uint64_t log_synced_bytes_ GUARDED_BY(log_mu_) = 0;
+  // Bytes of log_ and its value file together at their last sync (for the
+  // early sync, RequestLogUpkeep).
+  uint64_t log_synced_total_ GUARDED_BY(log_mu_) = 0;
   // A SyncLogConcurrently is syncing log_ without log_mu_: log_ must not be
   // closed or replaced until it ends (log_idle_cv_).
   bool log_syncing_ GUARDED_BY(log_mu_) = false;

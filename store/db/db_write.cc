@@ -497,9 +497,10 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
   if (batch->value_file_number != 0) {
     for (const GroupEntry& e : batch->entries) record_size += e.held_bytes;
   }
-  uint64_t log_bytes = 0, value_bytes = 0;
+  uint64_t log_bytes = 0, value_bytes = 0, unsynced = 0;
   if (status.ok()) {
-    status = AppendToLog(pieces, batch->sync, &log_bytes, &value_bytes);
+    status = AppendToLog(pieces, batch->sync, &log_bytes, &value_bytes,
+                         &unsynced);
   }
   mu_.Lock();
   if (status.ok()) FillMemtables(routed, batch);
@@ -519,6 +520,7 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
     // logs, not the values.
     log_file_bytes_ = log_bytes + value_bytes;
     log_sizes_[current_log_number_] = log_bytes;
+    RequestLogUpkeep(unsynced);
     // A tablet that its memtable takes past the split threshold splits
     // now, not after the next flush (which waits for memtable_bytes).
     const MemTable* last = nullptr;
@@ -545,14 +547,18 @@ Status DBImpl::CommitGroup(const std::vector<Writer*>& group,
 
 Status DBImpl::AppendToLog(std::span<const std::string_view> record,
                            bool sync, uint64_t* log_bytes,
-                           uint64_t* value_bytes) {
+                           uint64_t* value_bytes, uint64_t* unsynced) {
   MutexLock lg(&log_mu_);
   Status status = log_->AddRecord(record);
   if (status.ok() && sync) status = SyncLogValues();
   if (status.ok()) status = sync ? log_->Sync() : log_->Flush();
-  if (status.ok() && sync) log_synced_bytes_ = log_->size();
   *log_bytes = log_->size();
   *value_bytes = log_values_ ? log_values_->size() : 0;
+  if (status.ok() && sync) {
+    log_synced_bytes_ = *log_bytes;
+    log_synced_total_ = *log_bytes + *value_bytes;
+  }
+  *unsynced = *log_bytes + *value_bytes - log_synced_total_;
   return status;
 }
 

@@ -369,6 +369,11 @@ class BlockingSyncDirEnv : public FaultInjectionEnv {
     std::unique_lock<std::mutex> l(mu_);
     return cv_.wait_for(l, std::chrono::seconds(10), [&] { return blocked_; });
   }
+  // Whether the armed thread is blocked in SyncDir now.
+  bool BlockedNow() {
+    std::lock_guard<std::mutex> l(mu_);
+    return blocked_ && !released_;
+  }
   void Release() {
     std::lock_guard<std::mutex> l(mu_);
     released_ = true;
@@ -395,9 +400,10 @@ class BlockingSyncDirEnv : public FaultInjectionEnv {
   bool released_ = false;
 };
 
-// A log switch makes the new log's directory entry durable on the write
-// path, but not under the database's lock: a point read made meanwhile
-// answers at once (it waited for the whole fsync before).
+// Without a commit thread to prepare the next log, a log switch makes the
+// new log's directory entry durable on the write path, but not under the
+// database's lock: a point read made meanwhile answers at once (it waited
+// for the whole fsync before).
 TEST(DBLogSwitchTest, AReadDoesNotWaitForALogSwitchsDirectorySync) {
   MemEnv base;
   BlockingSyncDirEnv env(&base);
@@ -405,6 +411,7 @@ TEST(DBLogSwitchTest, AReadDoesNotWaitForALogSwitchsDirectorySync) {
   options.env = &env;
   options.space_reserve_bytes = 0;
   options.memtable_bytes = 32 << 10;  // also the size of one log
+  options.commit_interval = std::chrono::milliseconds(0);  // no spare log
   auto opened = DB::Open(options, "/db");
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   std::unique_ptr<DB> db = std::move(*opened);
@@ -451,6 +458,94 @@ TEST(DBLogSwitchTest, AReadDoesNotWaitForALogSwitchsDirectorySync) {
     ASSERT_TRUE(row.ok()) << row.status().ToString();
     EXPECT_EQ(row->cells.size(), 1u) << i;
   }
+}
+
+// With the commit thread, a log switch takes the log the thread made
+// beside the writers (its directory entry synced), and the thread syncs
+// the log every eighth of it: the writing thread never syncs the
+// directory, and the switch's own sync of the old log has at most that
+// much left.
+TEST(DBLogSwitchTest, TheCommitThreadPreparesTheNextLogAndSyncsEarly) {
+  MemEnv base;
+  BlockingSyncDirEnv env(&base);
+  Options options;
+  options.env = &env;
+  options.space_reserve_bytes = 0;
+  options.memtable_bytes = 32 << 10;  // also the size of one log
+  options.commit_interval = std::chrono::hours(1);  // no tick in the test
+  auto opened = DB::Open(options, "/db");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<DB> db = std::move(*opened);
+  auto* impl = static_cast<DBImpl*>(db.get());
+  ASSERT_TRUE(db->CreateTable("t").ok());
+  ASSERT_TRUE(db->CreateFamily("t", "f", FamilySettings()).ok());
+  auto logs = [&] {
+    std::set<std::string> out;
+    Result<std::vector<std::string>> children = env.GetChildren("/db");
+    if (!children.ok()) return out;
+    for (const std::string& name : *children) {
+      if (name.ends_with(".log")) out.insert(name);
+    }
+    return out;
+  };
+  const std::set<std::string> before = logs();
+  // The writes run on a thread of their own, armed: a directory sync made
+  // by it blocks until this thread notices and releases it.
+  std::atomic<bool> done{false};
+  std::atomic<int> failed_writes{0};
+  std::thread writer([&] {
+    for (int i = 0; i < 400; ++i) {  // ~100 KiB of log: three switches
+      RowMutation m(std::string("row").append(std::to_string(i)));
+      m.SetCell("f", "q", std::string(200, 'x'));
+      if (!db->Apply("t", m, WriteOptions()).ok()) ++failed_writes;
+      // Each request is served before the next write, as it would be
+      // well before the log fills up at any real size.
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (impl->LogUpkeepPendingForTesting() &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+    }
+    done = true;
+  });
+  env.Arm(writer.get_id());
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool writer_synced_directory = false;
+  while (!done.load() && std::chrono::steady_clock::now() < give_up) {
+    if (env.BlockedNow()) {
+      writer_synced_directory = true;
+      env.Release();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  env.Release();
+  writer.join();
+  EXPECT_FALSE(writer_synced_directory);
+  EXPECT_EQ(failed_writes.load(), 0);
+  // It switched logs, and synced early: no interval passed, yet the log
+  // was synced beside the writer.
+  std::set<std::string> after = logs();
+  EXPECT_NE(after, before);
+  EXPECT_GT(db->GetStats().commit_syncs, 0u) << db->GetStats().ToString();
+  for (int i = 0; i < 400; i += 37) {
+    Result<Row> row =
+        db->ReadRow("t", std::string("row").append(std::to_string(i)),
+                    ReadOptions());
+    ASSERT_TRUE(row.ok()) << row.status().ToString();
+    EXPECT_EQ(row->cells.size(), 1u) << i;
+  }
+  // Closing removes the spare log it did not use: a reopen finds the rows
+  // and no empty log.
+  db.reset();
+  for (const std::string& name : logs()) {
+    EXPECT_GT(*base.GetFileSize("/db/" + name), 0u) << name;
+  }
+  opened = DB::Open(options, "/db");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Result<Row> last = (*opened)->ReadRow("t", "row399", ReadOptions());
+  ASSERT_TRUE(last.ok()) << last.status().ToString();
+  EXPECT_EQ(last->cells.size(), 1u);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // maintenance calls that wait for them. Compaction is in db_compaction.cc,
 // file lifetimes in db_files.cc. Policy: store/doc/compaction.md.
 #include <algorithm>
+#include <cassert>
 #include <cinttypes>
 #include <cstdio>
 #include <thread>
@@ -28,6 +29,9 @@ constexpr int kL0StopWrites = 12;
 // waiting for whole compactions at kL0StopWrites.
 constexpr int kL0SlowdownWrites = 8;
 constexpr std::chrono::microseconds kL0SlowdownDelay{1000};
+// Unsynced log bytes (with its value file's) past which the commit thread
+// syncs the log early (LogUpkeep), at most.
+constexpr uint64_t kLogBytesPerSync = 4 << 20;
 // How often paused background work looks for free space that came back.
 constexpr std::chrono::microseconds kPausedRetryInterval{1000000};
 
@@ -137,7 +141,14 @@ Status DBImpl::FinishRecovery(const std::vector<uint64_t>& old_logs) {
 }
 
 void DBImpl::RollLogAfterFailure() {
+  if (spare_log_ != nullptr) {
+    // The roll's log is numbered above it: a new spare is made for the
+    // roll's log instead.
+    spare_log_.reset();
+    env_->RemoveFile(FileName(spare_log_number_, ".log")).IgnoreError();
+  }
   uint64_t number = next_file_number_++;
+  newest_log_number_ = number;
   std::string path = FileName(number, ".log");
   auto file = env_->NewWritableFile(path);
   if (!file.ok()) {
@@ -173,23 +184,22 @@ void DBImpl::RollLogAfterFailure() {
 Status DBImpl::SwitchLog() {
   // The commit thread's spare log when it has one (LogUpkeep): made, and
   // its directory entry synced, beside the writers.
+  // It is numbered above every log made so far: LogUpkeep keeps it only
+  // then, and RollLogAfterFailure drops it.
   uint64_t number = 0;
   std::unique_ptr<WritableFile> file;
-  std::string stale_spare;
   if (spare_log_ != nullptr) {
-    if (spare_log_number_ > current_log_number_) {
-      number = spare_log_number_;
-      file = std::move(spare_log_);
-    } else {
-      stale_spare = FileName(spare_log_number_, ".log");  // a roll passed it
-      spare_log_.reset();
-    }
+    assert(spare_log_number_ > newest_log_number_);
+    number = spare_log_number_;
+    newest_log_number_ = number;
+    file = std::move(spare_log_);
   }
   const bool entry_synced = file != nullptr;
   if (file == nullptr) {
     // Creating the file under mu_ is rare (once per log) and keeps the
     // switch atomic for the queue.
     number = next_file_number_++;
+    newest_log_number_ = number;  // a spare made meanwhile is passed
     Result<std::unique_ptr<WritableFile>> made =
         env_->NewWritableFile(FileName(number, ".log"));
     if (!made.ok()) return made.status().WithContext("new log");
@@ -207,11 +217,11 @@ Status DBImpl::SwitchLog() {
   // (SyncLogConcurrently) of it to end; the early syncs (LogUpkeep) leave
   // it little to do.
   mu_.Unlock();
-  if (!stale_spare.empty()) env_->RemoveFile(stale_spare).IgnoreError();
   Status s = entry_synced ? Status::OK() : env_->SyncDir(dir_);
   if (!s.ok()) {
-    // Nothing was switched: the next group tries again with a new number
-    // (an open removes the unused file).
+    // Nothing was switched: the next group tries again with a new number.
+    file.reset();
+    env_->RemoveFile(FileName(number, ".log")).IgnoreError();
     mu_.Lock();
     return s.WithContext("new log");
   }
@@ -333,10 +343,9 @@ Status DBImpl::MakeRoomForWrite() {
       // or level 0 without bound.
       if (!stalled) ++stat_write_stalls_;
       stalled = true;
-      bg_paused_ = false;
-      bg_cv_.Signal();
+      const uint64_t unpaused_at = Unpause();
       Await(&done_cv_);
-      if (bg_paused_) {
+      if (PausedSince(unpaused_at)) {
         return Status::NoSpace("write stalled: background work is out of space",
                                dir_);
       }
@@ -401,15 +410,16 @@ Status DBImpl::SyncOrFlushRequest(bool flush_memtable) {
   writers_.pop_front();
   if (!writers_.empty()) writers_.front()->cv.Signal();
   if (target != 0) {
-    bg_paused_ = false;
-    bg_cv_.Signal();
+    const uint64_t unpaused_at = Unpause();
     auto pending = [&]() REQUIRES(mu_) {
       for (const auto& [id, t] : tablets_) {
         if (!t->imm.empty() && t->imm.front().order <= target) return true;
       }
       return false;
     };
-    while (bg_error_.ok() && !bg_paused_ && pending()) Await(&done_cv_);
+    while (bg_error_.ok() && !PausedSince(unpaused_at) && pending()) {
+      Await(&done_cv_);
+    }
     if (bg_error_.ok() && bg_paused_ && pending()) {
       return Status::NoSpace("flush: out of space", dir_);
     }
@@ -481,7 +491,8 @@ void DBImpl::RequestLogUpkeep(uint64_t unsynced) {
   bool wake = false;
   // Every 4 MiB (an eighth of a smaller log): the switch's own sync of the
   // old log then covers at most that much.
-  const uint64_t per_sync = std::min<uint64_t>(4 << 20, LogBytesLimit() / 8);
+  const uint64_t per_sync = std::clamp<uint64_t>(LogBytesLimit() / 8, 1,
+                                                 kLogBytesPerSync);
   if (unsynced >= per_sync && !log_sync_wanted_) {
     log_sync_wanted_ = true;
     wake = true;
@@ -497,12 +508,18 @@ void DBImpl::RequestLogUpkeep(uint64_t unsynced) {
 
 void DBImpl::LogUpkeep() {
   if (log_sync_wanted_) {
-    log_sync_wanted_ = false;
+    // Still wanted while it runs: the groups written meanwhile do not ask
+    // for another sync at once.
     mu_.Unlock();
     CommitLog().IgnoreError();  // sticky in bg_error_ and logged
     mu_.Lock();
+    log_sync_wanted_ = false;
   }
   if (!spare_log_wanted_) return;
+  if (shutting_down_) {
+    spare_log_wanted_ = false;
+    return;
+  }
   const uint64_t number = next_file_number_++;
   const std::string path = FileName(number, ".log");
   mu_.Unlock();
@@ -511,7 +528,10 @@ void DBImpl::LogUpkeep() {
   if (s.ok()) s = env_->SyncDir(dir_);
   mu_.Lock();
   spare_log_wanted_ = false;
-  if (s.ok() && spare_log_ == nullptr && number > current_log_number_ &&
+  // Not if a switch or roll took a number after this one meanwhile (its
+  // log may not be current yet: the switch runs without mu_ for a while).
+  if (s.ok() && spare_log_ == nullptr &&
+      number > std::max(newest_log_number_, current_log_number_) &&
       !shutting_down_) {
     spare_log_ = std::move(*file);
     spare_log_number_ = number;
@@ -650,6 +670,7 @@ void DBImpl::BackgroundLoop() {
     }
     if (shutting_down_) break;
     bg_busy_ = true;
+    const uint64_t step = ++bg_steps_;
     Status s;
     bool changed = false;
     if (std::shared_ptr<Tablet> t = NextFlush()) {
@@ -680,6 +701,7 @@ void DBImpl::BackgroundLoop() {
       // Not sticky: work resumes when a write or request clears the pause,
       // or when free space grows (MaybeResumePausedWork).
       bg_paused_ = true;
+      paused_step_ = step;
       Result<uint64_t> free_space = env_->GetFreeSpace(dir_);
       paused_free_space_ = free_space.ok() ? *free_space : 0;
       Log(LogLevel::kWarning, "background work paused: " + s.ToString());
@@ -695,6 +717,21 @@ void DBImpl::BackgroundLoop() {
     bg_busy_ = false;
     done_cv_.SignalAll();
   }
+}
+
+uint64_t DBImpl::Unpause() {
+  bg_paused_ = false;
+  bg_cv_.Signal();
+  return bg_steps_;
+}
+
+bool DBImpl::PausedSince(uint64_t unpaused_at) {
+  if (!bg_paused_) return false;
+  if (paused_step_ > unpaused_at) return true;
+  // A step that began before the caller's Unpause() failed for space (the
+  // disk may have been full then, not now): background work runs again.
+  Unpause();
+  return false;
 }
 
 void DBImpl::RequestReclaim(std::string_view table, std::string_view row) {
@@ -904,9 +941,9 @@ Status DBImpl::CompactAll() {
   TABLETFS_RETURN_IF_ERROR(Flush());
   MutexLock l(&mu_);
   uint64_t ticket = ++manual_requested_;
-  bg_paused_ = false;
-  bg_cv_.Signal();
-  while (bg_error_.ok() && !bg_paused_ && manual_completed_ < ticket) {
+  const uint64_t unpaused_at = Unpause();
+  while (bg_error_.ok() && !PausedSince(unpaused_at) &&
+         manual_completed_ < ticket) {
     Await(&done_cv_);
   }
   if (bg_error_.ok() && manual_completed_ < ticket) {

@@ -469,6 +469,12 @@ class DBImpl final : public DB {
     bool manual = false;
   };
   void BackgroundLoop() EXCLUDES(mu_);
+  // Clears a pause of background work and wakes it; returns bg_steps_.
+  uint64_t Unpause() REQUIRES(mu_);
+  // Whether background work is paused by a step started after the
+  // Unpause() that returned `unpaused_at`; a pause by an earlier step
+  // (begun while the disk was still full) is cleared again instead.
+  bool PausedSince(uint64_t unpaused_at) REQUIRES(mu_);
   bool HasBackgroundWork() REQUIRES(mu_);
   bool NeedsCompaction() REQUIRES(mu_);
   // A log is switched once it and its value file hold this many bytes.
@@ -496,7 +502,7 @@ class DBImpl final : public DB {
   // shutdown, and LogUpkeep() whenever a leader asks for it.
   void CommitLoop() EXCLUDES(mu_);
   // Keeps a log switch short for the writers waiting on it: syncs the log
-  // beside them once kLogBytesPerSync bytes are unsynced (so the switch's
+  // beside them once 4 MiB are unsynced (kLogBytesPerSync; so the switch's
   // sync of the old log has little left to do), and makes the next log's
   // file, its directory entry synced, once the log is half full (so the
   // switch syncs no directory). Unlocks mu_ meanwhile.
@@ -696,11 +702,13 @@ class DBImpl final : public DB {
   // the next log's file (spare_log_wanted_ stays set while it is made).
   bool log_sync_wanted_ GUARDED_BY(mu_) = false;
   bool spare_log_wanted_ GUARDED_BY(mu_) = false;
-  // The next log, made with its directory entry synced; used by the next
-  // SwitchLog only if still numbered above the current log (a roll after
-  // a failed append may have passed it).
+  // The next log, made with its directory entry synced, numbered above
+  // the current log (a roll after a failed append drops it).
   std::unique_ptr<WritableFile> spare_log_ GUARDED_BY(mu_);
   uint64_t spare_log_number_ GUARDED_BY(mu_) = 0;
+  // The number of the newest log a switch or roll made (it is current once
+  // the switch ends): a spare numbered below it is never used.
+  uint64_t newest_log_number_ GUARDED_BY(mu_) = 0;
   // The log during which making the spare failed: not tried again (nor
   // logged again) until the next switch.
   uint64_t spare_log_failed_during_ GUARDED_BY(mu_) = 0;
@@ -730,6 +738,11 @@ class DBImpl final : public DB {
   // Out of space in the background: retried once a write or a request
   // clears it, not sticky.
   bool bg_paused_ GUARDED_BY(mu_) = false;
+  // Background steps started, and the one that paused background work: a
+  // write or request that cleared the pause fails for space only when a
+  // step started after that (Unpause, PausedSince).
+  uint64_t bg_steps_ GUARDED_BY(mu_) = 0;
+  uint64_t paused_step_ GUARDED_BY(mu_) = 0;
   uint64_t manual_requested_ GUARDED_BY(mu_) = 0;
   uint64_t manual_completed_ GUARDED_BY(mu_) = 0;
   // Tablets a manual compaction still has to compact, for ticket

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -343,6 +344,59 @@ TEST_F(OpenCellsTest, ReadersFollowAppends) {
   }
   kill(tail, SIGTERM);
   waitpid(tail, nullptr, 0);
+  EXPECT_EQ(got, expected);
+}
+
+// A page-cache reader at the end of a cell while another thread appends
+// line by line. DISABLED: the open bug of issue 16 (README "Where this
+// differs from DESIGN.md"), kept as its reproducer; about 1 run in 120
+// fails (3 runs in parallel). ReadersFollowAppends met it once in CI
+// (tail printed zeros in place of a line). An appender's write is direct
+// I/O: its reply raises the kernel's size of the inode shared with the
+// reader before the commit, and the kernel ignores the size a stat or a
+// short page read told it before that write. A read that overlaps the
+// write reads the cached last page, zero-filled past the committed end,
+// up to the raised size. Neither a notice before the growing write's reply
+// nor replying to reads under the cell's lock changed the rate (5 and 4
+// failures in 600 runs): the reader takes the size after its page is
+// read, which no reply of the daemon can order.
+TEST_F(OpenCellsTest, DISABLED_AReaderAtTheEndReadsNoZerosDuringAppends) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f && echo first > t/r/f/log");
+  const std::string path = Path("t/r/f/log");
+  int reader = open(path.c_str(), O_RDONLY);
+  ASSERT_GE(reader, 0);
+  std::string expected = "first\n";
+  std::vector<std::string> lines;
+  for (int i = 0; i < 300; i++) {
+    lines.push_back("line" + std::to_string(i) + "\n");
+    expected += lines.back();
+  }
+  std::atomic<bool> done{false};
+  std::thread appender([&] {
+    for (const std::string& line : lines) {
+      int a = open(path.c_str(), O_WRONLY | O_APPEND);
+      EXPECT_GE(a, 0);
+      EXPECT_EQ(write(a, line.data(), line.size()),
+                static_cast<ssize_t>(line.size()));
+      EXPECT_EQ(close(a), 0);
+    }
+    done = true;
+  });
+  std::string got;
+  char buf[4096];
+  for (;;) {
+    const bool last = done;
+    ssize_t n = read(reader, buf, sizeof(buf));
+    EXPECT_GE(n, 0) << strerror(errno);
+    if (n < 0) break;
+    got.append(buf, static_cast<size_t>(n));
+    if (got.find('\0') != std::string::npos || (last && n == 0)) break;
+  }
+  appender.join();
+  close(reader);
+  EXPECT_EQ(got.find('\0'), std::string::npos);
   EXPECT_EQ(got, expected);
 }
 

@@ -1,6 +1,7 @@
 #include "fs/open_cells.h"
 
 #include <errno.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <algorithm>
@@ -20,6 +21,21 @@ int64_t NowMicros() {
 // A pending value growing past this many bytes grows eightfold
 // (OpenCell::Write).
 constexpr size_t kGrowFasterAbove = 1 << 20;
+
+// Asks for transparent huge pages in the room a large buffer has not
+// touched yet: a 64 MiB value then takes 32 page faults instead of 16,384
+// (they were a fifth of a 64 MiB write's time). Advice only: where the
+// kernel says no, nothing changes.
+void AdviseHugePages(std::string& buffer) {
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  const auto base = reinterpret_cast<uintptr_t>(buffer.data());
+  const uintptr_t begin =
+      (base + buffer.size() + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t end = (base + buffer.capacity()) & ~(kHugePage - 1);
+  if (end > begin) {
+    madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+  }
+}
 
 FsError TooBig(size_t limit, uint64_t end) {
   return FsError::Of(EFBIG, ValueLimitReason(limit) +
@@ -282,7 +298,12 @@ FsError OpenCell::Write(uint64_t id, off_t offset, std::string_view data) {
     // Eight times the room (only mapped: pages are touched as bytes
     // arrive), so a large sequential write is copied twice on its way to
     // 64 MiB, not at each doubling of the buffer.
-    value_.reserve(std::min<uint64_t>(max_value_bytes_, 8 * end));
+    // The new room is advised before the bytes are copied into it.
+    std::string room;
+    room.reserve(std::min<uint64_t>(max_value_bytes_, 8 * end));
+    AdviseHugePages(room);
+    room.append(value_);
+    value_.swap(room);
   }
   // A hole before `start` reads as zeros; the rest is written over (and
   // past the end) without clearing it first.

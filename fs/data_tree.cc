@@ -64,10 +64,10 @@ FsError DataTreeArea::Stat(const Node& node, uint64_t ino, struct stat* st) {
 FsError DataTreeArea::StatCell(const Node& node, uint64_t ino,
                                const FamilySettings& settings,
                                struct stat* st) {
-  CellVersion v;
-  TABLETFS_FS_RETURN_IF_ERROR(fs_->ReadVersion(node, &v));
+  VersionStat v;
+  TABLETFS_FS_RETURN_IF_ERROR(fs_->StatVersion(node, &v));
   if (!v.exists) return FsError::Of(ENOENT, "no cell " + node.DebugPath());
-  fs_->FileStat(ino, settings, v.value.size(), v.timestamp, st);
+  fs_->FileStat(ino, settings, v.size, v.timestamp, st);
   CellMtime(node, v.timestamp, st);
   return FsError::Ok();
 }

@@ -24,6 +24,12 @@ constexpr char kHashedNameHelp[] =
     "and the key cannot be rebuilt from it; copy such rows with tabletctl "
     "export and tabletctl import (JSON lines keep every key)";
 
+// Under .versions, Q@T is the version at exactly T: the newest version at
+// or before T that the read found is not it unless stamped T.
+bool NamesVersion(const Node& cell, int64_t timestamp) {
+  return cell.view != View::kVersions || timestamp == cell.at;
+}
+
 }  // namespace
 
 int64_t NowMicros() {
@@ -373,15 +379,25 @@ FsError Filesystem::ReadVersion(const Node& cell, CellVersion* out) {
       db_->ReadCell(cell.table, cell.row, cell.family, cell.qualifier, ro);
   if (!versions.ok()) return FsErrorFromStatus(versions.status());
   *out = CellVersion();
-  // Under .versions, Q@T is the version at exactly T.
-  if (!versions->empty() && cell.view == View::kVersions &&
-      (*versions)[0].timestamp != cell.at) {
-    return FsError::Ok();
-  }
-  if (!versions->empty()) {
+  if (!versions->empty() && NamesVersion(cell, (*versions)[0].timestamp)) {
     out->exists = true;
     out->timestamp = (*versions)[0].timestamp;
     out->value = std::move((*versions)[0].value);
+  }
+  return FsError::Ok();
+}
+
+FsError Filesystem::StatVersion(const Node& cell, VersionStat* out) {
+  ReadOptions ro;
+  ro.at = ReadAt(cell);
+  auto stat =
+      db_->StatCell(cell.table, cell.row, cell.family, cell.qualifier, ro);
+  if (!stat.ok()) return FsErrorFromStatus(stat.status());
+  *out = VersionStat();
+  if (stat->has_value() && NamesVersion(cell, (*stat)->timestamp)) {
+    out->exists = true;
+    out->timestamp = (*stat)->timestamp;
+    out->size = (*stat)->value_size;
   }
   return FsError::Ok();
 }

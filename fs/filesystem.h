@@ -73,6 +73,13 @@ struct CellVersion {
   std::string value;
 };
 
+// The same without the value (Filesystem::StatVersion).
+struct VersionStat {
+  bool exists = false;
+  int64_t timestamp = 0;
+  uint64_t size = 0;
+};
+
 // Who makes a request (fuse_req_ctx).
 struct Caller {
   uid_t uid = 0;
@@ -191,6 +198,9 @@ class Filesystem {
   // The version `cell` names: the newest (as of its read time), and under
   // .versions exactly the one at its T.
   FsError ReadVersion(const Node& cell, CellVersion* out);
+  // The same version's timestamp and size, without reading its value (a
+  // stat of a 64 MiB cell reads no 64 MiB).
+  FsError StatVersion(const Node& cell, VersionStat* out);
   FsError CheckFuture(const Node& node);
   // EIO after a sticky store failure; ENOSPC when committing `bytes` more
   // would take the data directory's free space below the reserve.

@@ -94,6 +94,11 @@ class OriginBigtable final : public Bigtable {
                                      const ReadOptions& options) override {
     return store_->ReadCell(table, row, family, qualifier, options);
   }
+  Result<std::optional<CellStat>> StatCell(
+      std::string_view table, std::string_view row, std::string_view family,
+      std::string_view qualifier, const ReadOptions& options) override {
+    return store_->StatCell(table, row, family, qualifier, options);
+  }
   Result<std::unique_ptr<Scanner>> NewScanner(
       std::string_view table, const ScanOptions& options) override {
     return store_->NewScanner(table, options);

@@ -118,8 +118,8 @@ FsError TablesArea::StatCell(const Node& node, uint64_t ino,
       writers = c->HasWriters() && !c->unlinked();
     }
   }
-  CellVersion v;
-  TABLETFS_FS_RETURN_IF_ERROR(fs_->ReadVersion(node, &v));
+  VersionStat v;
+  TABLETFS_FS_RETURN_IF_ERROR(fs_->StatVersion(node, &v));
   if (!v.exists) {
     if (ino != 0 && (writers || fs_->Vanished(ino))) {
       fs_->FileStat(ino, settings, 0, NowMicros(), st);
@@ -127,7 +127,7 @@ FsError TablesArea::StatCell(const Node& node, uint64_t ino,
     }
     return FsError::Of(ENOENT, "no cell " + node.DebugPath());
   }
-  fs_->FileStat(ino, settings, v.value.size(), v.timestamp, st);
+  fs_->FileStat(ino, settings, v.size, v.timestamp, st);
   CellMtime(node, v.timestamp, st);
   return FsError::Ok();
 }
@@ -270,8 +270,8 @@ FsError TablesArea::Unlink(const Node& n, const Caller& caller) {
   }
   WritePath& wp = fs_->write_path();
   WritePath::LockedCells locked(fs_, {n}, /*with_versions=*/true);
-  CellVersion v;
-  FsError e = fs_->ReadVersion(n, &v);
+  VersionStat v;
+  FsError e = fs_->StatVersion(n, &v);
   std::optional<uint64_t> ino = inodes_.Find(n);
   // A vanished name the kernel still shows goes without a trace.
   bool vanished = ino.has_value() && fs_->ForgetVanished(*ino);
@@ -446,8 +446,8 @@ FsError TablesArea::SetMtime(const Node& n, uint64_t ino, int64_t micros) {
 FsError TablesArea::SetCellMtime(const Node& cell, int64_t micros,
                                  uint64_t ino) {
   if (cell.at.has_value()) return FsError::Ok();  // a version keeps its T
-  CellVersion v;
-  TABLETFS_FS_RETURN_IF_ERROR(fs_->ReadVersion(cell, &v));
+  VersionStat v;
+  TABLETFS_FS_RETURN_IF_ERROR(fs_->StatVersion(cell, &v));
   if (!v.exists) return FsError::Of(ENOENT, "no cell " + cell.DebugPath());
   TABLETFS_FS_RETURN_IF_ERROR(mtimes_.Set(cell, v.timestamp, micros));
   fs_->InvalidateKernel(ino);

@@ -44,8 +44,8 @@ class VersionsArea : public DataTreeArea {
   // rm .versions/TABLE/ROW/FAMILY/Q@T: exactly that version.
   FsError Unlink(const Node& n, const Caller& caller) override {
     if (n.kind != NodeKind::kCell) return Area::Unlink(n, caller);
-    CellVersion v;
-    TABLETFS_FS_RETURN_IF_ERROR(fs_->ReadVersion(n, &v));
+    VersionStat v;
+    TABLETFS_FS_RETURN_IF_ERROR(fs_->StatVersion(n, &v));
     if (!v.exists) return FsError::Of(ENOENT, "no version " + n.DebugPath());
     RowMutation m(n.row);
     m.DeleteVersion(n.family, n.qualifier, *n.at);

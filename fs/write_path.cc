@@ -351,8 +351,8 @@ void WritePath::ReleaseCell(FileHandle& h) {
       // gone now; the kernel's dentry for it would make the next
       // open(O_CREAT) of the name fail ENOENT until it timed out.
       if (c.listed_while_open() && !c.committed_once() && !c.unlinked()) {
-        CellVersion v;
-        if (fs_->ReadVersion(c.node(), &v).ok() && !v.exists) {
+        VersionStat v;
+        if (fs_->StatVersion(c.node(), &v).ok() && !v.exists) {
           // Marked under the cell's lock, which this last writer detaches
           // under: an open that creates the cell again comes after it and
           // unmarks it, so a vanished cell has no writer

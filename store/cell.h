@@ -20,6 +20,15 @@ struct Cell {
   bool operator==(const Cell &other) const = default;
 };
 
+// The newest visible version of a cell without its value
+// (Bigtable::StatCell).
+struct CellStat {
+  int64_t timestamp = 0;  // microseconds since the epoch
+  uint64_t value_size = 0;
+
+  bool operator==(const CellStat &other) const = default;
+};
+
 struct Row {
   std::string key;
   // Ordered by family (in the order the table's families were created),

@@ -51,6 +51,8 @@ std::string DbStats::ToString() const {
   out << "scans " << scans << "\n";
   out << "table_block_reads " << table_block_reads << "\n";
   out << "table_read_bytes " << table_read_bytes << "\n";
+  out << "value_reads " << value_reads << "\n";
+  out << "value_read_bytes " << value_read_bytes << "\n";
   out << "write_stalls " << write_stalls << "\n";
   out << "write_delays " << write_delays << "\n";
   out << "tablets " << tablets << "\n";

@@ -50,11 +50,14 @@ struct DbStats {
   // Reads since open: point reads (ReadRow, ReadCell and the reads inside
   // Append, Increment, CheckAndMutate), scanners opened, and the data
   // blocks readers fetched from table files (block-cache misses that went
-  // to the file, compactions included) with their stored bytes.
+  // to the file, compactions included) with their stored bytes, and the
+  // large values read from value files with their bytes.
   uint64_t point_reads = 0;
   uint64_t scans = 0;
   uint64_t table_block_reads = 0;
   uint64_t table_read_bytes = 0;
+  uint64_t value_reads = 0;
+  uint64_t value_read_bytes = 0;
   uint64_t write_stalls = 0;
   // Write groups delayed 1 ms because level 0 grew (before a stall).
   uint64_t write_delays = 0;

@@ -1080,6 +1080,8 @@ DbStats DBImpl::GetStats() {
       table_reads_.block_reads.load(std::memory_order_relaxed);
   s.table_read_bytes =
       table_reads_.block_read_bytes.load(std::memory_order_relaxed);
+  s.value_reads = stat_value_reads_.load(std::memory_order_relaxed);
+  s.value_read_bytes = stat_value_read_bytes_.load(std::memory_order_relaxed);
   s.write_stalls = stat_write_stalls_;
   s.write_delays = stat_write_delays_;
   s.last_sequence = last_seq_;

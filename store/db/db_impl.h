@@ -117,6 +117,9 @@ class DBImpl final : public DB {
                                      std::string_view family,
                                      std::string_view qualifier,
                                      const ReadOptions& options) override;
+  Result<std::optional<CellStat>> StatCell(
+      std::string_view table, std::string_view row, std::string_view family,
+      std::string_view qualifier, const ReadOptions& options) override;
   Result<std::unique_ptr<Scanner>> NewScanner(
       std::string_view table, const ScanOptions& options) override;
   std::shared_ptr<const Snapshot> GetSnapshot() override;
@@ -220,6 +223,13 @@ class DBImpl final : public DB {
   // An iterator over the memtables and files of one tablet (not clipped).
   std::unique_ptr<Iterator> NewTabletIterator(const TabletView& view);
   static uint64_t ValueRefSize(std::string_view ref);
+  // The versions of one cell on a point read (ReadCell, StatCell), newest
+  // first: `visit(cursor, &more)` for each until it clears `more` or
+  // fails.
+  template <typename Visit>
+  Status VisitCell(std::string_view table, std::string_view row,
+                   std::string_view family, std::string_view qualifier,
+                   const ReadOptions& options, Visit visit);
   // Resolves a value of a cursor position (large values: M2).
   Result<std::string> LoadValue(EntryKind kind, std::string_view raw);
 
@@ -617,6 +627,8 @@ class DBImpl final : public DB {
   std::atomic<uint64_t> stat_bloom_useful_{0};
   std::atomic<uint64_t> stat_point_reads_{0};
   std::atomic<uint64_t> stat_scans_{0};
+  std::atomic<uint64_t> stat_value_reads_{0};
+  std::atomic<uint64_t> stat_value_read_bytes_{0};
 
   // Leaf lock for file lifetimes (taken inside mu_ when a version dies).
   Mutex files_mu_ ACQUIRED_AFTER(mu_);

@@ -372,11 +372,10 @@ Result<Row> DBImpl::ReadRow(std::string_view table, std::string_view row,
   return out;
 }
 
-Result<std::vector<Cell>> DBImpl::ReadCell(std::string_view table,
-                                           std::string_view row,
-                                           std::string_view family,
-                                           std::string_view qualifier,
-                                           const ReadOptions& options) {
+template <typename Visit>
+Status DBImpl::VisitCell(std::string_view table, std::string_view row,
+                         std::string_view family, std::string_view qualifier,
+                         const ReadOptions& options, Visit visit) {
   TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
   TABLETFS_ASSIGN_OR_RETURN(ReadState state,
                             PinReadState(table, options, row, {}, true));
@@ -407,20 +406,54 @@ Result<std::vector<Cell>> DBImpl::ReadCell(std::string_view table,
   // row's and the family's markers) and stop ends the read after it.
   StartPointCursor(state, options, row, row_prefix, bloom_keys,
                    /*use_filter=*/false, cursor);
-  std::vector<Cell> out;
+  bool more = true;
   for (cursor->Seek(row, family, qualifier);
-       cursor->Valid() && cursor->family_id() == fs->id &&
+       more && cursor->Valid() && cursor->family_id() == fs->id &&
        cursor->qualifier() == qualifier;
        cursor->Next()) {
-    Cell c;
-    c.family = cursor->family();
-    c.qualifier = cursor->qualifier();
-    c.timestamp = cursor->timestamp();
-    TABLETFS_ASSIGN_OR_RETURN(c.value,
-                              LoadValue(cursor->kind(), cursor->raw_value()));
-    out.push_back(std::move(c));
+    TABLETFS_RETURN_IF_ERROR(visit(*cursor, &more));
   }
-  TABLETFS_RETURN_IF_ERROR(cursor->status());
+  return cursor->status();
+}
+
+Result<std::vector<Cell>> DBImpl::ReadCell(std::string_view table,
+                                           std::string_view row,
+                                           std::string_view family,
+                                           std::string_view qualifier,
+                                           const ReadOptions& options) {
+  std::vector<Cell> out;
+  TABLETFS_RETURN_IF_ERROR(VisitCell(
+      table, row, family, qualifier, options,
+      [&](CellCursor& cursor, bool*) -> Status {
+        Cell c;
+        c.family = cursor.family();
+        c.qualifier = cursor.qualifier();
+        c.timestamp = cursor.timestamp();
+        TABLETFS_ASSIGN_OR_RETURN(
+            c.value, LoadValue(cursor.kind(), cursor.raw_value()));
+        out.push_back(std::move(c));
+        return Status::OK();
+      }));
+  return out;
+}
+
+Result<std::optional<CellStat>> DBImpl::StatCell(std::string_view table,
+                                                 std::string_view row,
+                                                 std::string_view family,
+                                                 std::string_view qualifier,
+                                                 const ReadOptions& options) {
+  // The size of a value kept in a value file is in its ref: no read.
+  std::optional<CellStat> out;
+  TABLETFS_RETURN_IF_ERROR(VisitCell(
+      table, row, family, qualifier, options,
+      [&](CellCursor& cursor, bool* more) -> Status {
+        const uint64_t size = cursor.kind() == EntryKind::kPut
+                                  ? cursor.raw_value().size()
+                                  : ValueRefSize(cursor.raw_value());
+        out = CellStat{cursor.timestamp(), size};
+        *more = false;
+        return Status::OK();
+      }));
   return out;
 }
 

@@ -413,6 +413,42 @@ TEST_P(BigtableTest, RewriteRowSeesTheRowAndAppliesItsMutation) {
   EXPECT_EQ(Versions("r", "b"), (std::vector<std::string>{"30=three"}));
 }
 
+// StatCell: the newest visible version's timestamp and value size, as of
+// T, with ReadCell's errors.
+TEST_P(BigtableTest, StatCellIsTheNewestVersionWithoutItsValue) {
+  Set("r", "q", 10, "one");
+  Set("r", "q", 20, "second");
+  auto stat = [&](const std::string& q, ReadOptions ro = {}) {
+    return store_->StatCell("t", "r", "f", q, ro);
+  };
+  auto newest = stat("q");
+  ASSERT_TRUE(newest.ok()) << newest.status().ToString();
+  EXPECT_EQ(*newest, (CellStat{20, 6}));
+  ReadOptions past;
+  past.at = 15;
+  past.max_versions = 0;  // ignored: one version
+  auto then = stat("q", past);
+  ASSERT_TRUE(then.ok());
+  EXPECT_EQ(*then, (CellStat{10, 3}));
+  past.at = 5;
+  auto before = stat("q", past);
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(*before, std::nullopt);
+  auto none = stat("nothing");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, std::nullopt);
+  RowMutation del("r");
+  del.DeleteCell("f", "q");
+  ASSERT_TRUE(store_->Apply("t", del, WriteOptions()).ok());
+  auto deleted = stat("q");
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(*deleted, std::nullopt);
+  EXPECT_TRUE(store_->StatCell("nope", "r", "f", "q", {}).status().IsNotFound());
+  EXPECT_TRUE(store_->StatCell("t", "r", "nope", "q", {}).status().IsNotFound());
+  EXPECT_TRUE(
+      store_->StatCell("t", "", "f", "q", {}).status().IsInvalidArgument());
+}
+
 INSTANTIATE_TEST_SUITE_P(Implementations, BigtableTest,
                          testing::Values("engine", "reference"),
                          [](const testing::TestParamInfo<std::string>& info) {

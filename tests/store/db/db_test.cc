@@ -98,6 +98,36 @@ TEST_F(DBTest, PaperWebtable) {
   EXPECT_EQ(row->cells[2].value, "CNN.com");
 }
 
+// StatCell (a stat(2) through the mount) gives a value's size from its
+// ref: the value file is not read. With the file's bytes gone, only a read
+// of the value notices.
+TEST_F(DBTest, StatCellReadsNoValueFile) {
+  options_.large_value_bytes = 1000;
+  Reopen();
+  MakeTable("t", {"f"});
+  Put("t", "r", "f", "big", 7, std::string(5000, 'v'));
+  Put("t", "r", "f", "small", 8, "tiny");
+  ASSERT_TRUE(db_->Flush().ok());  // the refs live in an SSTable now
+  db_.reset();
+  auto children = env_.GetChildren("/db");
+  ASSERT_TRUE(children.ok());
+  int value_files = 0;
+  for (const std::string& name : *children) {
+    if (!name.ends_with(".vlf")) continue;
+    ASSERT_TRUE(env_.TruncateFile("/db/" + name, 0).ok());
+    value_files++;
+  }
+  ASSERT_GT(value_files, 0);
+  Reopen();
+  auto big = db_->StatCell("t", "r", "f", "big", ReadOptions());
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_EQ(*big, (CellStat{7, 5000}));
+  auto small = db_->StatCell("t", "r", "f", "small", ReadOptions());
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  EXPECT_EQ(*small, (CellStat{8, 4}));
+  EXPECT_FALSE(db_->ReadCell("t", "r", "f", "big", ReadOptions()).ok());
+}
+
 TEST_F(DBTest, PaperReadAtTime) {
   MakeTable("t", {"A"});
   Put("t", "aaaaa", "A", "foo", 15, "y");

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cassert>
 
 #include "fs/timestamp.h"
 #include "store/util/hash.h"
@@ -70,11 +71,12 @@ uint64_t OpenCell::Attach(Access access, CommittedVersion newest,
   d.page_cache = page_cache;
   if (newest.exists && !node_.at.has_value()) {
     newest_timestamp_ = newest.timestamp;
-    newest_size_ = newest.value.size();
+    newest_size_ = newest.size;
     newest_hash_.reset();
     newest_generation_ = generation_.load();
   }
   if (access == Access::kRead) {
+    assert(newest.value_read);
     // `newest` was just read from the store, so it is at least as new as
     // what readers were served: a commit the store shows may not have
     // reached Changed() yet (a staged row's cells are invalidated one by
@@ -103,14 +105,13 @@ uint64_t OpenCell::Attach(Access access, CommittedVersion newest,
     placeholder_timestamp_.reset();
     pending_mtime_.reset();
     failed_ = FsError::Ok();
-    append_base_ = newest.value.size();
+    append_base_ = newest.size;
     appends_.clear();
     appends_size_ = 0;
     newest_size_.reset();
-    newest_hash_.reset();
+    newest_hash_.reset();  // hashed at a commit of the same size
     if (newest.exists && !node_.at.has_value()) {
-      newest_size_ = newest.value.size();
-      newest_hash_ = Hash64(newest.value);
+      newest_size_ = newest.size;
     } else if (!newest.exists) {
       // Known: no version (a created file's commit need not look again).
       newest_timestamp_.reset();
@@ -125,7 +126,9 @@ uint64_t OpenCell::Attach(Access access, CommittedVersion newest,
   // O_APPEND|O_TRUNC empties the whole value: a whole-value commit, so
   // the value is loaded and its appends go to the end of it.
   if (access == Access::kAppend && !loaded_ && !truncate) return id;
-  if (!loaded_) Load(std::move(newest.value));
+  // Truncated at once: the committed bytes are not needed.
+  assert(newest.value_read || truncate || loaded_);
+  if (!loaded_) Load(truncate ? std::string() : std::move(newest.value));
   if (truncate) {
     // Not a change but a fresh start: until something is written, a commit
     // of it is the empty placeholder a refusal takes back.
@@ -191,6 +194,7 @@ FsError OpenCell::ReadNewest(CommittedVersion* out) {
   out->exists = true;
   out->timestamp = (*versions)[0].timestamp;
   out->value = std::move((*versions)[0].value);
+  out->size = out->value.size();
   return FsError::Ok();
 }
 
@@ -493,10 +497,20 @@ FsError OpenCell::CommitValue(int64_t* committed_at) {
       newest_hash_.reset();
       if (v.exists) {
         newest_timestamp_ = v.timestamp;
-        newest_size_ = v.value.size();
+        newest_size_ = v.size;
         newest_hash_ = Hash64(v.value);
       }
       newest_generation_ = generation_.load();
+    }
+    // Hashed only when a size matches: the newest version is read for it
+    // (the store still holds it: the generation did not move).
+    if (newest_timestamp_.has_value() && newest_size_ == value_.size() &&
+        !newest_hash_.has_value()) {
+      CommittedVersion v;
+      TABLETFS_FS_RETURN_IF_ERROR(ReadNewest(&v));
+      if (v.exists && v.timestamp == *newest_timestamp_) {
+        newest_hash_ = Hash64(v.value);
+      }
     }
     // The same bytes as the newest version: nothing new to store.
     if (newest_timestamp_.has_value() && newest_size_ == value_.size() &&

@@ -87,6 +87,10 @@ namespace tabletfs::fs {
 struct CommittedVersion {
   bool exists = false;
   int64_t timestamp = 0;
+  // The value's size; `value` holds the bytes unless `value_read` is false
+  // (an open for writing that truncates or appends needs no bytes).
+  uint64_t size = 0;
+  bool value_read = true;
   std::string value;
 };
 

@@ -37,12 +37,11 @@ OpenCell::Access AccessOf(FileHandle::Mode m) {
 // a loaded machine; a dup still open keeps it away for good.
 constexpr std::chrono::milliseconds kReleaseWait{50};
 
-CommittedVersion ToCommitted(CellVersion v) {
-  CommittedVersion out;
-  out.exists = v.exists;
-  out.timestamp = v.timestamp;
-  out.value = std::move(v.value);
-  return out;
+// Whether an open with `flags` of `n` for writing keeps the committed
+// bytes: not when it truncates, nor when it appends (appends wait for the
+// bytes until something needs the whole value, OpenCell::Attach).
+bool KeepsBytes(const Node& n, int flags) {
+  return !(flags & O_TRUNC) && !((flags & O_APPEND) && !n.at.has_value());
 }
 
 // Whether a writer opened with `flags` may use the page cache (see
@@ -81,6 +80,31 @@ bool SameCell(const Node& a, const Node& b) {
 // Opening cells
 // ---------------------------------------------------------------------------
 
+FsError WritePath::ReadForOpen(const Node& n, bool value,
+                               CommittedVersion* out) {
+  *out = CommittedVersion();
+  if (value) {
+    CellVersion v;
+    TABLETFS_FS_RETURN_IF_ERROR(fs_->ReadVersion(n, &v));
+    out->exists = v.exists;
+    out->timestamp = v.timestamp;
+    out->size = v.value.size();
+    out->value = std::move(v.value);
+  } else {
+    VersionStat v;
+    TABLETFS_FS_RETURN_IF_ERROR(fs_->StatVersion(n, &v));
+    out->exists = v.exists;
+    out->timestamp = v.timestamp;
+    out->size = v.size;
+    out->value_read = false;
+  }
+  // Q@T is written at exactly T.
+  if (n.at.has_value() && out->exists && out->timestamp != *n.at) {
+    *out = CommittedVersion();
+  }
+  return FsError::Ok();
+}
+
 FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
                                 const OpenRequest& request, bool write,
                                 Opened* out) {
@@ -103,11 +127,8 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
   }
   // The store is read with the cell's lock held: a writer that commits
   // and closes meanwhile is either still a writer here or committed.
-  CellVersion v;
-  FsError e = fs_->ReadVersion(n, &v);
-  if (e.ok() && n.at.has_value() && v.exists && v.timestamp != *n.at) {
-    v = CellVersion();  // Q@T is written at exactly T
-  }
+  CommittedVersion v;
+  FsError e = ReadForOpen(n, !write || KeepsBytes(n, request.flags), &v);
   const bool writers = cell->HasWriters() && !cell->unlinked();
   bool recreate = false;
   if (e.ok() && !v.exists && !writers && !n.at.has_value()) {
@@ -130,11 +151,10 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
       out->direct_io = true;
     } else {
       out->keep_cache = v.exists && fs_->inodes().SameVersionAsLastOpen(
-                                        ino, v.timestamp, v.value.size());
+                                        ino, v.timestamp, v.size);
     }
-    uint64_t desc =
-        cell->Attach(OpenCell::Access::kRead, ToCommitted(std::move(v)), false,
-                     false, !direct);
+    uint64_t desc = cell->Attach(OpenCell::Access::kRead, std::move(v), false,
+                                 false, !direct);
     out->handle = std::make_shared<FileHandle>(ino, n, FileHandle::Mode::kRead,
                                                cell, desc);
     return FsError::Ok();
@@ -153,8 +173,8 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
   const bool page_cache = CanUsePageCache(flags, *cell);
   const bool shared_pages = cell->HasPageCacheWriters();
   const bool create = recreate || (!v.exists && !writers);
-  uint64_t desc = cell->Attach(AccessOf(m), ToCommitted(std::move(v)), trunc,
-                               create, page_cache);
+  uint64_t desc =
+      cell->Attach(AccessOf(m), std::move(v), trunc, create, page_cache);
   if (recreate) {
     // Created again: listed while open, and committed (empty when nothing
     // is written) at close.
@@ -176,11 +196,8 @@ FsError WritePath::CreateCell(const Node& n, const OpenRequest& request,
   uint64_t ino = fs_->inodes().Lookup(n);
   std::shared_ptr<OpenCell> cell = fs_->open_cells().Get(ino, n);
   MutexLock lock(cell->mu());
-  CellVersion v;
-  FsError e = fs_->ReadVersion(n, &v);
-  if (e.ok() && n.at.has_value() && v.exists && v.timestamp != *n.at) {
-    v = CellVersion();
-  }
+  CommittedVersion v;
+  FsError e = ReadForOpen(n, KeepsBytes(n, flags), &v);
   const bool others = cell->HasWriters() && !cell->unlinked();
   if (e.ok() && (v.exists || others) && (flags & O_EXCL)) {
     e = FsError::Of(EEXIST, n.DebugPath() + " exists");
@@ -198,7 +215,7 @@ FsError WritePath::CreateCell(const Node& n, const OpenRequest& request,
   const bool page_cache = CanUsePageCache(flags, *cell);
   const bool shared_pages = cell->HasPageCacheWriters();
   fs_->ForgetVanished(ino);  // created again
-  uint64_t desc = cell->Attach(AccessOf(m), ToCommitted(std::move(v)),
+  uint64_t desc = cell->Attach(AccessOf(m), std::move(v),
                                (flags & O_TRUNC) != 0, create, page_cache);
   if (create && !n.at.has_value()) {
     // A local disk lists a created file at once: until its last

@@ -304,6 +304,28 @@ TEST_F(OpenCellsTest, ACachedReaderKeepsItsValueWhileAWriterTruncates) {
   ASSERT_EQ(close(reader), 0);
 }
 
+// A commit of the bytes the newest version holds adds no version, also
+// when the same open state committed that version (the hash of the newest
+// version is taken at the commit that needs it).
+TEST_F(OpenCellsTest, ACommitOfTheSameBytesAgainAddsNoVersion) {
+  CreateTable("t", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f");
+  int fd = open(Path("t/r/f/c").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, "abc", 3), 3);
+  ASSERT_EQ(fsync(fd), 0);
+  ASSERT_EQ(pwrite(fd, "abc", 3, 0), 3);  // the same bytes again
+  ASSERT_EQ(fsync(fd), 0);
+  ASSERT_EQ(pwrite(fd, "abd", 3, 0), 3);
+  ASSERT_EQ(close(fd), 0);
+  Unmount();
+  std::vector<Cell> versions = Versions("c");
+  ASSERT_EQ(versions.size(), 2u);
+  EXPECT_EQ(versions[0].value, "abd");
+  EXPECT_EQ(versions[1].value, "abc");
+}
+
 // tail -f and a polling reader follow `>>` appends of other processes.
 TEST_F(OpenCellsTest, ReadersFollowAppends) {
   CreateTable("t", {"f"});

@@ -123,12 +123,20 @@ uint64_t OpenCell::Attach(Access access, CommittedVersion newest,
   if (create) fresh_ = true;  // committed even when nothing is written
   d.wrote = create || truncate;
   d.opened_fresh = create || truncate;
-  // O_APPEND|O_TRUNC empties the whole value: a whole-value commit, so
-  // the value is loaded and its appends go to the end of it.
-  if (access == Access::kAppend && !loaded_ && !truncate) return id;
-  // Truncated at once: the committed bytes are not needed.
-  assert(newest.value_read || truncate || loaded_);
-  if (!loaded_) Load(truncate ? std::string() : std::move(newest.value));
+  // The committed bytes wait for the first write, read or truncate that
+  // needs them (LoadFromStore): appenders keep only their appends, and a
+  // write-only open (`touch`) of a 64 MiB cell reads none of it (a
+  // read-write open comes with the bytes: it may read or map them at
+  // once). A writer's created or truncated value is empty: loaded at once.
+  // O_APPEND|O_TRUNC empties the whole value: a whole-value commit, so its
+  // appends go to the end of the loaded value.
+  if (!loaded_ && !truncate &&
+      (access == Access::kAppend || (!create && !newest.value_read))) {
+    return id;
+  }
+  if (!loaded_) {
+    Load(truncate || create ? std::string() : std::move(newest.value));
+  }
   if (truncate) {
     // Not a change but a fresh start: until something is written, a commit
     // of it is the empty placeholder a refusal takes back.
@@ -401,7 +409,10 @@ uint64_t OpenCell::SizeAfterWrite(uint64_t id, off_t offset,
     return appends_size_ + size;
   }
   uint64_t end = static_cast<uint64_t>(std::max<off_t>(offset, 0)) + size;
-  return loaded_ ? std::max<uint64_t>(value_.size(), end) : end;
+  // Unloaded: the committed value (as of the first writer's open) with
+  // the appends, which the write will load.
+  return std::max<uint64_t>(
+      loaded_ ? value_.size() : append_base_ + appends_size_, end);
 }
 
 bool OpenCell::NeedsCommit(uint64_t id) const {

@@ -5,7 +5,9 @@
 // Writers. All descriptors that write a cell share one pending value, as
 // on a local disk, where each writer sees the others' bytes at once. It
 // starts from the newest committed value (empty after O_TRUNC or when the
-// cell is created); random writes and truncates change it. Commit() stores
+// cell is created), read from the store when a descriptor first needs it
+// (so a write-only open alone, as `touch` does, reads no bytes); random
+// writes and truncates change it. Commit() stores
 // the whole pending value as one new version, stamped at least 1 µs after
 // the newest version the cell has, so that a write always becomes current;
 // a commit of exactly the newest version's bytes adds no version.
@@ -88,7 +90,7 @@ struct CommittedVersion {
   bool exists = false;
   int64_t timestamp = 0;
   // The value's size; `value` holds the bytes unless `value_read` is false
-  // (an open for writing that truncates or appends needs no bytes).
+  // (writers that do not read load the bytes when they first need them).
   uint64_t size = 0;
   bool value_read = true;
   std::string value;

@@ -37,13 +37,6 @@ OpenCell::Access AccessOf(FileHandle::Mode m) {
 // a loaded machine; a dup still open keeps it away for good.
 constexpr std::chrono::milliseconds kReleaseWait{50};
 
-// Whether an open with `flags` of `n` for writing keeps the committed
-// bytes: not when it truncates, nor when it appends (appends wait for the
-// bytes until something needs the whole value, OpenCell::Attach).
-bool KeepsBytes(const Node& n, int flags) {
-  return !(flags & O_TRUNC) && !((flags & O_APPEND) && !n.at.has_value());
-}
-
 // Whether a writer opened with `flags` may use the page cache (see
 // SetCellIo): read-write, not O_APPEND (the kernel would place appended
 // bytes at its own idea of the end in pages, while the store appends at
@@ -66,6 +59,17 @@ bool CanUsePageCache(int flags, OpenCell& cell) REQUIRES(cell.mu()) {
 void SetCellIo(Opened* out, bool page_cache, bool shared_pages) {
   out->direct_io = !page_cache;
   out->keep_cache = page_cache && shared_pages;
+}
+
+// Whether an open with `flags` needs the committed bytes at once: a reader,
+// and a read-write open that keeps them (it may read them, or map them).
+// Appenders, truncating opens and write-only opens load them when a write
+// first needs them (OpenCell::Attach), so `touch` or `echo x >` of a
+// 64 MiB cell reads none of it.
+bool NeedsBytesAtOpen(const Node& n, int flags, bool write) {
+  if (!write) return true;
+  const bool append = (flags & O_APPEND) && !n.at.has_value();
+  return (flags & O_ACCMODE) == O_RDWR && !(flags & O_TRUNC) && !append;
 }
 
 bool SameCell(const Node& a, const Node& b) {
@@ -128,7 +132,7 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
   // The store is read with the cell's lock held: a writer that commits
   // and closes meanwhile is either still a writer here or committed.
   CommittedVersion v;
-  FsError e = ReadForOpen(n, !write || KeepsBytes(n, request.flags), &v);
+  FsError e = ReadForOpen(n, NeedsBytesAtOpen(n, request.flags, write), &v);
   const bool writers = cell->HasWriters() && !cell->unlinked();
   bool recreate = false;
   if (e.ok() && !v.exists && !writers && !n.at.has_value()) {
@@ -197,7 +201,7 @@ FsError WritePath::CreateCell(const Node& n, const OpenRequest& request,
   std::shared_ptr<OpenCell> cell = fs_->open_cells().Get(ino, n);
   MutexLock lock(cell->mu());
   CommittedVersion v;
-  FsError e = ReadForOpen(n, KeepsBytes(n, flags), &v);
+  FsError e = ReadForOpen(n, NeedsBytesAtOpen(n, flags, true), &v);
   const bool others = cell->HasWriters() && !cell->unlinked();
   if (e.ok() && (v.exists || others) && (flags & O_EXCL)) {
     e = FsError::Of(EEXIST, n.DebugPath() + " exists");

@@ -110,9 +110,8 @@ class WritePath {
   bool CreatedAndOpen(const LockedCells& locked, const Node& cell);
 
  private:
-  // The version an open of `n` starts from; `value`: with its bytes (a
-  // reader, or a writer that keeps them), else only its size, so that
-  // `echo x > f` of a 64 MiB cell reads none of it.
+  // The version an open of `n` starts from; `value`: with its bytes, else
+  // only its size (NeedsBytesAtOpen).
   FsError ReadForOpen(const Node& n, bool value, CommittedVersion* out);
   FsError WriteCell(FileHandle& h, const char* buf, size_t size, off_t off);
   void ReleaseCell(FileHandle& h);

@@ -409,10 +409,9 @@ uint64_t OpenCell::SizeAfterWrite(uint64_t id, off_t offset,
     return appends_size_ + size;
   }
   uint64_t end = static_cast<uint64_t>(std::max<off_t>(offset, 0)) + size;
-  // Unloaded: the committed value (as of the first writer's open) with
-  // the appends, which the write will load.
-  return std::max<uint64_t>(
-      loaded_ ? value_.size() : append_base_ + appends_size_, end);
+  // Unloaded: the committed value with the pending appends, which the
+  // write will load.
+  return std::max<uint64_t>(loaded_ ? value_.size() : append_base_, end);
 }
 
 bool OpenCell::NeedsCommit(uint64_t id) const {

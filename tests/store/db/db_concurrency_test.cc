@@ -400,6 +400,35 @@ class BlockingSyncDirEnv : public FaultInjectionEnv {
   bool released_ = false;
 };
 
+// The log switch tests' options: logs of 32 KiB (the memtable's size)
+// over `env`.
+Options LogSwitchOptions(Env* env, std::chrono::milliseconds commit_interval) {
+  Options options;
+  options.env = env;
+  options.space_reserve_bytes = 0;
+  options.memtable_bytes = 32 << 10;  // also the size of one log
+  options.commit_interval = commit_interval;
+  return options;
+}
+
+// The log switch tests' write of row i: 400 of them are ~100 KiB of log.
+RowMutation LogSwitchWrite(int i) {
+  RowMutation m(std::string("row").append(std::to_string(i)));
+  m.SetCell("f", "q", std::string(200, 'x'));
+  return m;
+}
+
+// Every 37th of the first `rows` rows LogSwitchWrite wrote reads back.
+void ExpectRowsWritten(DB* db, int rows) {
+  for (int i = 0; i < rows; i += 37) {
+    Result<Row> row =
+        db->ReadRow("t", std::string("row").append(std::to_string(i)),
+                    ReadOptions());
+    ASSERT_TRUE(row.ok()) << row.status().ToString();
+    EXPECT_EQ(row->cells.size(), 1u) << i;
+  }
+}
+
 // Without a commit thread to prepare the next log, a log switch makes the
 // new log's directory entry durable on the write path, but not under the
 // database's lock: a point read made meanwhile answers at once (it waited
@@ -407,16 +436,10 @@ class BlockingSyncDirEnv : public FaultInjectionEnv {
 TEST(DBLogSwitchTest, AReadDoesNotWaitForALogSwitchsDirectorySync) {
   MemEnv base;
   BlockingSyncDirEnv env(&base);
-  Options options;
-  options.env = &env;
-  options.space_reserve_bytes = 0;
-  options.memtable_bytes = 32 << 10;  // also the size of one log
-  options.commit_interval = std::chrono::milliseconds(0);  // no spare log
-  auto opened = DB::Open(options, "/db");
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  std::unique_ptr<DB> db = std::move(*opened);
-  ASSERT_TRUE(db->CreateTable("t").ok());
-  ASSERT_TRUE(db->CreateFamily("t", "f", FamilySettings()).ok());
+  // No commit thread: no spare log.
+  std::unique_ptr<DB> db = OpenWithTable(
+      LogSwitchOptions(&env, std::chrono::milliseconds(0)));
+  ASSERT_NE(db, nullptr);
   RowMutation first("first");
   first.SetCell("f", "q", "v");
   ASSERT_TRUE(db->Apply("t", first, WriteOptions()).ok());
@@ -427,9 +450,9 @@ TEST(DBLogSwitchTest, AReadDoesNotWaitForALogSwitchsDirectorySync) {
   std::thread writer([&] {
     while (!armed.load()) std::this_thread::yield();
     for (int i = 0; i < kRows; ++i) {
-      RowMutation m(std::string("row").append(std::to_string(i)));
-      m.SetCell("f", "q", std::string(200, 'x'));
-      if (!db->Apply("t", m, WriteOptions()).ok()) ++failed_writes;
+      if (!db->Apply("t", LogSwitchWrite(i), WriteOptions()).ok()) {
+        ++failed_writes;
+      }
     }
   });
   env.Arm(writer.get_id());
@@ -451,13 +474,7 @@ TEST(DBLogSwitchTest, AReadDoesNotWaitForALogSwitchsDirectorySync) {
   EXPECT_TRUE(answered) << "the read waited for the directory sync";
   EXPECT_TRUE(read.get());
   EXPECT_EQ(failed_writes.load(), 0);
-  for (int i = 0; i < kRows; i += 37) {
-    Result<Row> row =
-        db->ReadRow("t", std::string("row").append(std::to_string(i)),
-                    ReadOptions());
-    ASSERT_TRUE(row.ok()) << row.status().ToString();
-    EXPECT_EQ(row->cells.size(), 1u) << i;
-  }
+  ExpectRowsWritten(db.get(), kRows);
 }
 
 // With the commit thread, a log switch takes the log the thread made
@@ -468,17 +485,11 @@ TEST(DBLogSwitchTest, AReadDoesNotWaitForALogSwitchsDirectorySync) {
 TEST(DBLogSwitchTest, TheCommitThreadPreparesTheNextLogAndSyncsEarly) {
   MemEnv base;
   BlockingSyncDirEnv env(&base);
-  Options options;
-  options.env = &env;
-  options.space_reserve_bytes = 0;
-  options.memtable_bytes = 32 << 10;  // also the size of one log
-  options.commit_interval = std::chrono::hours(1);  // no tick in the test
-  auto opened = DB::Open(options, "/db");
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  std::unique_ptr<DB> db = std::move(*opened);
+  // No tick of the commit interval in the test.
+  const Options options = LogSwitchOptions(&env, std::chrono::hours(1));
+  std::unique_ptr<DB> db = OpenWithTable(options);
+  ASSERT_NE(db, nullptr);
   auto* impl = static_cast<DBImpl*>(db.get());
-  ASSERT_TRUE(db->CreateTable("t").ok());
-  ASSERT_TRUE(db->CreateFamily("t", "f", FamilySettings()).ok());
   auto logs = [&] {
     std::set<std::string> out;
     Result<std::vector<std::string>> children = env.GetChildren("/db");
@@ -494,10 +505,10 @@ TEST(DBLogSwitchTest, TheCommitThreadPreparesTheNextLogAndSyncsEarly) {
   std::atomic<bool> done{false};
   std::atomic<int> failed_writes{0};
   std::thread writer([&] {
-    for (int i = 0; i < 400; ++i) {  // ~100 KiB of log: three switches
-      RowMutation m(std::string("row").append(std::to_string(i)));
-      m.SetCell("f", "q", std::string(200, 'x'));
-      if (!db->Apply("t", m, WriteOptions()).ok()) ++failed_writes;
+    for (int i = 0; i < 400; ++i) {  // three switches
+      if (!db->Apply("t", LogSwitchWrite(i), WriteOptions()).ok()) {
+        ++failed_writes;
+      }
       // Each request is served before the next write, as it would be
       // well before the log fills up at any real size.
       const auto deadline =
@@ -528,20 +539,14 @@ TEST(DBLogSwitchTest, TheCommitThreadPreparesTheNextLogAndSyncsEarly) {
   std::set<std::string> after = logs();
   EXPECT_NE(after, before);
   EXPECT_GT(db->GetStats().commit_syncs, 0u) << db->GetStats().ToString();
-  for (int i = 0; i < 400; i += 37) {
-    Result<Row> row =
-        db->ReadRow("t", std::string("row").append(std::to_string(i)),
-                    ReadOptions());
-    ASSERT_TRUE(row.ok()) << row.status().ToString();
-    EXPECT_EQ(row->cells.size(), 1u) << i;
-  }
+  ExpectRowsWritten(db.get(), 400);
   // Closing removes the spare log it did not use: a reopen finds the rows
   // and no empty log.
   db.reset();
   for (const std::string& name : logs()) {
     EXPECT_GT(*base.GetFileSize("/db/" + name), 0u) << name;
   }
-  opened = DB::Open(options, "/db");
+  auto opened = DB::Open(options, "/db");
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   Result<Row> last = (*opened)->ReadRow("t", "row399", ReadOptions());
   ASSERT_TRUE(last.ok()) << last.status().ToString();

@@ -54,6 +54,28 @@ class DBTest : public MemDbTest {
     return out;
   }
 
+  // The level-0 tests' rows.
+  static std::string RowKey(int i) {
+    return std::string("row").append(std::to_string(i));
+  }
+  // Table t (family f) with versions 1 ("v1") and 2 ("v2") of f:q in rows
+  // RowKey(0) to RowKey(rows - 1), each version flushed on its own: two level-0 files that
+  // both hold every row.
+  void FillTwoLevelZeroFiles(int rows) {
+    MakeTable("t", {"f"});
+    for (int version = 1; version <= 2; ++version) {
+      const std::string value = std::string("v").append(std::to_string(version));
+      for (int i = 0; i < rows; ++i) Put("t", RowKey(i), "f", "q", version, value);
+      ASSERT_TRUE(db_->Flush().ok());
+    }
+    ASSERT_TRUE(db_->WaitForIdle().ok());
+    ASSERT_EQ(LevelZeroFiles(), 2u) << db_->GetStats().ToString();
+  }
+  size_t LevelZeroFiles() {
+    DbStats stats = db_->GetStats();
+    return stats.levels.empty() ? 0 : stats.levels[0].files;
+  }
+
   std::string Scan(const std::string& table, ScanOptions so = ScanOptions()) {
     auto s = db_->NewScanner(table, so);
     if (!s.ok()) return s.status().ToString();
@@ -458,32 +480,20 @@ TEST_F(DBTest, LargeValuesInOneRecordSurviveReplay) {
 // ReadCompactionThreshold (1,000 here) compact level 0 (LevelDB's seek
 // compaction); later reads search one file.
 TEST_F(DBTest, ReadsThatSearchTwoFilesCompactLevelZero) {
-  MakeTable("t", {"f"});
-  auto row = [](int i) { return std::string("row").append(std::to_string(i)); };
   constexpr int kRows = 2000;
-  for (int version = 1; version <= 2; ++version) {
-    const std::string value = version == 1 ? "v1" : "v2";
-    for (int i = 0; i < kRows; ++i) Put("t", row(i), "f", "q", version, value);
-    ASSERT_TRUE(db_->Flush().ok());
-  }
-  ASSERT_TRUE(db_->WaitForIdle().ok());
-  auto level0_files = [&] {
-    DbStats stats = db_->GetStats();
-    return stats.levels.empty() ? 0 : stats.levels[0].files;
-  };
-  ASSERT_EQ(level0_files(), 2u) << db_->GetStats().ToString();
+  FillTwoLevelZeroFiles(kRows);
   const uint64_t compactions = db_->GetStats().compactions;
   for (int i = 0; i < kRows; ++i) {
-    ASSERT_EQ(Get("t", row(i), "f", "q"), "2:v2");
+    ASSERT_EQ(Get("t", RowKey(i), "f", "q"), "2:v2");
   }
   ASSERT_TRUE(db_->WaitForIdle().ok());
   DbStats stats = db_->GetStats();
   EXPECT_GT(stats.compactions, compactions) << stats.ToString();
-  EXPECT_EQ(level0_files(), 0u) << stats.ToString();
+  EXPECT_EQ(LevelZeroFiles(), 0u) << stats.ToString();
   ReadOptions all;
   all.max_versions = 0;
   for (int i = 0; i < kRows; i += 97) {
-    EXPECT_EQ(Get("t", row(i), "f", "q", all), "2:v2,1:v1");
+    EXPECT_EQ(Get("t", RowKey(i), "f", "q", all), "2:v2,1:v1");
   }
 }
 
@@ -491,23 +501,12 @@ TEST_F(DBTest, ReadsThatSearchTwoFilesCompactLevelZero) {
 // ranges hold the row each probes both files' Bloom filters (and a deeper
 // level's): they count toward the same compaction.
 TEST_F(DBTest, ReadsThatProbeTwoLevelZeroFiltersCompactLevelZero) {
-  MakeTable("t", {"f"});
-  auto row = [](int i) { return std::string("row").append(std::to_string(i)); };
   constexpr int kRows = 2000;
-  for (int version = 1; version <= 2; ++version) {
-    for (int i = 0; i < kRows; ++i) Put("t", row(i), "f", "q", version, "v");
-    ASSERT_TRUE(db_->Flush().ok());
-  }
-  ASSERT_TRUE(db_->WaitForIdle().ok());
-  auto level0_files = [&] {
-    DbStats stats = db_->GetStats();
-    return stats.levels.empty() ? 0 : stats.levels[0].files;
-  };
-  ASSERT_EQ(level0_files(), 2u) << db_->GetStats().ToString();
+  FillTwoLevelZeroFiles(kRows);
   const uint64_t compactions = db_->GetStats().compactions;
   for (int i = 0; i < kRows; ++i) {
     // "row<i>m" sorts inside both files' ranges and is in neither.
-    auto cells = db_->ReadCell("t", row(i).append("m"), "f", "q",
+    auto cells = db_->ReadCell("t", RowKey(i).append("m"), "f", "q",
                                ReadOptions());
     ASSERT_TRUE(cells.ok()) << cells.status().ToString();
     ASSERT_TRUE(cells->empty());
@@ -515,8 +514,8 @@ TEST_F(DBTest, ReadsThatProbeTwoLevelZeroFiltersCompactLevelZero) {
   ASSERT_TRUE(db_->WaitForIdle().ok());
   DbStats stats = db_->GetStats();
   EXPECT_GT(stats.compactions, compactions) << stats.ToString();
-  EXPECT_EQ(level0_files(), 0u) << stats.ToString();
-  EXPECT_EQ(Get("t", row(7), "f", "q"), "2:v");
+  EXPECT_EQ(LevelZeroFiles(), 0u) << stats.ToString();
+  EXPECT_EQ(Get("t", RowKey(7), "f", "q"), "2:v2");
 }
 
 TEST_F(DBTest, AppendIncrementCheckAndMutate) {

@@ -2,9 +2,11 @@
 
 namespace tabletfs {
 
-Result<std::optional<CellStat>> Bigtable::StatCell(
-    std::string_view table, std::string_view row, std::string_view family,
-    std::string_view qualifier, const ReadOptions &options) {
+Result<std::optional<CellStat>> Bigtable::StatCell(std::string_view table,
+                                                   std::string_view row,
+                                                   std::string_view family,
+                                                   std::string_view qualifier,
+                                                   const ReadOptions &options) {
   ReadOptions newest = options;
   newest.max_versions = 1;
   Result<std::vector<Cell>> cells =

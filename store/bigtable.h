@@ -275,9 +275,11 @@ class Bigtable {
   // read a 64 MiB value. options.max_versions, families and columns are
   // ignored. Errors as ReadCell. This default reads the value (ReadCell);
   // a store that knows sizes apart from values answers without it.
-  virtual Result<std::optional<CellStat>> StatCell(
-      std::string_view table, std::string_view row, std::string_view family,
-      std::string_view qualifier, const ReadOptions &options);
+  virtual Result<std::optional<CellStat>> StatCell(std::string_view table,
+                                                   std::string_view row,
+                                                   std::string_view family,
+                                                   std::string_view qualifier,
+                                                   const ReadOptions &options);
   // A scanner over the rows of `table` in ScanOptions' range, positioned
   // at the first visible version; it reads one consistent state (the
   // snapshot's, or the latest when it was made). NotFound for an unknown

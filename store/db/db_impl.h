@@ -117,9 +117,11 @@ class DBImpl final : public DB {
                                      std::string_view family,
                                      std::string_view qualifier,
                                      const ReadOptions& options) override;
-  Result<std::optional<CellStat>> StatCell(
-      std::string_view table, std::string_view row, std::string_view family,
-      std::string_view qualifier, const ReadOptions& options) override;
+  Result<std::optional<CellStat>> StatCell(std::string_view table,
+                                           std::string_view row,
+                                           std::string_view family,
+                                           std::string_view qualifier,
+                                           const ReadOptions& options) override;
   Result<std::unique_ptr<Scanner>> NewScanner(
       std::string_view table, const ScanOptions& options) override;
   std::shared_ptr<const Snapshot> GetSnapshot() override;

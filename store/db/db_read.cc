@@ -422,18 +422,18 @@ Result<std::vector<Cell>> DBImpl::ReadCell(std::string_view table,
                                            std::string_view qualifier,
                                            const ReadOptions& options) {
   std::vector<Cell> out;
-  TABLETFS_RETURN_IF_ERROR(VisitCell(
-      table, row, family, qualifier, options,
-      [&](CellCursor& cursor, bool*) -> Status {
-        Cell c;
-        c.family = cursor.family();
-        c.qualifier = cursor.qualifier();
-        c.timestamp = cursor.timestamp();
-        TABLETFS_ASSIGN_OR_RETURN(
-            c.value, LoadValue(cursor.kind(), cursor.raw_value()));
-        out.push_back(std::move(c));
-        return Status::OK();
-      }));
+  TABLETFS_RETURN_IF_ERROR(
+      VisitCell(table, row, family, qualifier, options,
+                [&](CellCursor& cursor, bool*) -> Status {
+                  Cell c;
+                  c.family = cursor.family();
+                  c.qualifier = cursor.qualifier();
+                  c.timestamp = cursor.timestamp();
+                  TABLETFS_ASSIGN_OR_RETURN(
+                      c.value, LoadValue(cursor.kind(), cursor.raw_value()));
+                  out.push_back(std::move(c));
+                  return Status::OK();
+                }));
   return out;
 }
 
@@ -444,16 +444,16 @@ Result<std::optional<CellStat>> DBImpl::StatCell(std::string_view table,
                                                  const ReadOptions& options) {
   // The size of a value kept in a value file is in its ref: no read.
   std::optional<CellStat> out;
-  TABLETFS_RETURN_IF_ERROR(VisitCell(
-      table, row, family, qualifier, options,
-      [&](CellCursor& cursor, bool* more) -> Status {
-        const uint64_t size = cursor.kind() == EntryKind::kPut
-                                  ? cursor.raw_value().size()
-                                  : ValueRefSize(cursor.raw_value());
-        out = CellStat{cursor.timestamp(), size};
-        *more = false;
-        return Status::OK();
-      }));
+  TABLETFS_RETURN_IF_ERROR(
+      VisitCell(table, row, family, qualifier, options,
+                [&](CellCursor& cursor, bool* more) -> Status {
+                  const uint64_t size = cursor.kind() == EntryKind::kPut
+                                            ? cursor.raw_value().size()
+                                            : ValueRefSize(cursor.raw_value());
+                  out = CellStat{cursor.timestamp(), size};
+                  *more = false;
+                  return Status::OK();
+                }));
   return out;
 }
 

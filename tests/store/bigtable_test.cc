@@ -443,8 +443,10 @@ TEST_P(BigtableTest, StatCellIsTheNewestVersionWithoutItsValue) {
   auto deleted = stat("q");
   ASSERT_TRUE(deleted.ok());
   EXPECT_EQ(*deleted, std::nullopt);
-  EXPECT_TRUE(store_->StatCell("nope", "r", "f", "q", {}).status().IsNotFound());
-  EXPECT_TRUE(store_->StatCell("t", "r", "nope", "q", {}).status().IsNotFound());
+  EXPECT_TRUE(
+      store_->StatCell("nope", "r", "f", "q", {}).status().IsNotFound());
+  EXPECT_TRUE(
+      store_->StatCell("t", "r", "nope", "q", {}).status().IsNotFound());
   EXPECT_TRUE(
       store_->StatCell("t", "", "f", "q", {}).status().IsInvalidArgument());
 }

@@ -421,9 +421,8 @@ RowMutation LogSwitchWrite(int i) {
 // Every 37th of the first `rows` rows LogSwitchWrite wrote reads back.
 void ExpectRowsWritten(DB* db, int rows) {
   for (int i = 0; i < rows; i += 37) {
-    Result<Row> row =
-        db->ReadRow("t", std::string("row").append(std::to_string(i)),
-                    ReadOptions());
+    Result<Row> row = db->ReadRow(
+        "t", std::string("row").append(std::to_string(i)), ReadOptions());
     ASSERT_TRUE(row.ok()) << row.status().ToString();
     EXPECT_EQ(row->cells.size(), 1u) << i;
   }
@@ -437,8 +436,8 @@ TEST(DBLogSwitchTest, AReadDoesNotWaitForALogSwitchsDirectorySync) {
   MemEnv base;
   BlockingSyncDirEnv env(&base);
   // No commit thread: no spare log.
-  std::unique_ptr<DB> db = OpenWithTable(
-      LogSwitchOptions(&env, std::chrono::milliseconds(0)));
+  std::unique_ptr<DB> db =
+      OpenWithTable(LogSwitchOptions(&env, std::chrono::milliseconds(0)));
   ASSERT_NE(db, nullptr);
   RowMutation first("first");
   first.SetCell("f", "q", "v");

@@ -59,13 +59,15 @@ class DBTest : public MemDbTest {
     return std::string("row").append(std::to_string(i));
   }
   // Table t (family f) with versions 1 ("v1") and 2 ("v2") of f:q in rows
-  // RowKey(0) to RowKey(rows - 1), each version flushed on its own: two level-0 files that
-  // both hold every row.
+  // RowKey(0) to RowKey(rows - 1), each version flushed on its own: two level-0
+  // files that both hold every row.
   void FillTwoLevelZeroFiles(int rows) {
     MakeTable("t", {"f"});
     for (int version = 1; version <= 2; ++version) {
-      const std::string value = std::string("v").append(std::to_string(version));
-      for (int i = 0; i < rows; ++i) Put("t", RowKey(i), "f", "q", version, value);
+      const std::string value =
+          std::string("v").append(std::to_string(version));
+      for (int i = 0; i < rows; ++i)
+        Put("t", RowKey(i), "f", "q", version, value);
       ASSERT_TRUE(db_->Flush().ok());
     }
     ASSERT_TRUE(db_->WaitForIdle().ok());
@@ -506,8 +508,8 @@ TEST_F(DBTest, ReadsThatProbeTwoLevelZeroFiltersCompactLevelZero) {
   const uint64_t compactions = db_->GetStats().compactions;
   for (int i = 0; i < kRows; ++i) {
     // "row<i>m" sorts inside both files' ranges and is in neither.
-    auto cells = db_->ReadCell("t", RowKey(i).append("m"), "f", "q",
-                               ReadOptions());
+    auto cells =
+        db_->ReadCell("t", RowKey(i).append("m"), "f", "q", ReadOptions());
     ASSERT_TRUE(cells.ok()) << cells.status().ToString();
     ASSERT_TRUE(cells->empty());
   }

@@ -453,9 +453,15 @@ FsError Filesystem::CheckSchemaOwner(const Caller& caller,
 // ---------------------------------------------------------------------------
 
 void Filesystem::InvalidateKernel(uint64_t ino, bool await) {
+  // Inodes retired from the cell by a writer's open (InodeTable::Retire)
+  // follow it: their readers read through the page cache, so the reply
+  // waits for their notices.
+  std::vector<uint64_t> retired = inodes_.RetiredAlike(ino);
+  for (uint64_t r : retired) open_cells_.Changed(r);
   if (!invalidator_) return;
   uint64_t ticket = invalidator_->Inode(ino);
-  if (await) last_ticket_ = ticket;
+  for (uint64_t r : retired) ticket = invalidator_->Inode(r);
+  if (await || !retired.empty()) last_ticket_ = ticket;
 }
 
 void Filesystem::InvalidateInode(uint64_t ino, bool await) {
@@ -509,8 +515,11 @@ void Filesystem::LogRefused(const char* op, const std::string& what,
   // refusal the user must see.
   // A %~HASH name that matches no key (ENAMETOOLONG) is no probe either:
   // it is a copied tree that cannot come back, and cp fails at the lookup.
+  // ESTALE is no refusal: the kernel looks the name up again and retries
+  // (a writer's own inode, fs/write_path.cc).
   LogLevel level = e.err == EIO            ? LogLevel::kError
                    : e.err == ENAMETOOLONG ? LogLevel::kInfo
+                   : e.err == ESTALE       ? LogLevel::kDebug
                    : (e.err == ENOENT && std::strcmp(op, "mkdir") != 0) ||
                            std::strcmp(op, "lookup") == 0
                        ? LogLevel::kDebug

@@ -50,11 +50,21 @@ void InodeTable::Forget(uint64_t ino, uint64_t count) {
   if (e.lookups > 0) return;
   auto n = by_node_.find(e.node);
   if (n != by_node_.end() && n->second == ino) by_node_.erase(n);
+  EraseRetired(ino, e);
   by_inode_.erase(it);
 }
 
 void InodeTable::Rebind(const Node& from, const Node& to) {
   MutexLock lock(&mu_);
+  // Retired inodes of the source follow it to its new name.
+  auto [first, last] = retired_.equal_range(from);
+  std::vector<uint64_t> moved;
+  for (auto r = first; r != last; ++r) moved.push_back(r->second);
+  retired_.erase(first, last);
+  for (uint64_t r : moved) {
+    by_inode_[r].node = to;
+    retired_.emplace(to, r);
+  }
   auto it = by_node_.find(from);
   if (it == by_node_.end()) {
     by_node_.erase(to);
@@ -72,6 +82,50 @@ void InodeTable::Unbind(const Node& node, uint64_t ino) {
   MutexLock lock(&mu_);
   auto it = by_node_.find(node);
   if (it != by_node_.end() && it->second == ino) by_node_.erase(it);
+  auto e = by_inode_.find(ino);
+  if (e != by_inode_.end()) EraseRetired(ino, e->second);
+}
+
+void InodeTable::Retire(const Node& node, uint64_t ino) {
+  MutexLock lock(&mu_);
+  auto it = by_node_.find(node);
+  if (it == by_node_.end() || it->second != ino) return;
+  by_node_.erase(it);
+  by_inode_[ino].retired = true;
+  retired_.emplace(node, ino);
+}
+
+std::vector<uint64_t> InodeTable::RetiredAlike(uint64_t ino) {
+  std::vector<uint64_t> out;
+  MutexLock lock(&mu_);
+  if (retired_.empty()) return out;
+  auto e = by_inode_.find(ino);
+  if (e == by_inode_.end()) return out;
+  auto [first, last] = retired_.equal_range(e->second.node);
+  for (auto r = first; r != last; ++r) {
+    if (r->second != ino) out.push_back(r->second);
+  }
+  return out;
+}
+
+std::vector<uint64_t> InodeTable::Retired(const Node& node) {
+  std::vector<uint64_t> out;
+  MutexLock lock(&mu_);
+  auto [first, last] = retired_.equal_range(node);
+  for (auto r = first; r != last; ++r) out.push_back(r->second);
+  return out;
+}
+
+void InodeTable::EraseRetired(uint64_t ino, Entry& e) {
+  if (!e.retired) return;
+  e.retired = false;
+  auto [first, last] = retired_.equal_range(e.node);
+  for (auto r = first; r != last; ++r) {
+    if (r->second == ino) {
+      retired_.erase(r);
+      return;
+    }
+  }
 }
 
 bool InodeTable::SameVersionAsLastOpen(uint64_t ino, int64_t timestamp,

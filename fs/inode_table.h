@@ -63,6 +63,17 @@ class InodeTable {
   // keeps its node but is no longer found by it, so that a file created
   // under the name gets a new inode.
   void Unbind(const Node& node, uint64_t ino);
+  // A writer opens `ino`, bound to the cell `node`, while readers read it
+  // through the page cache (fs/write_path.cc, "a writer's own inode"): the
+  // inode is no longer found by `node`, so that the next lookup binds a new
+  // inode to it, but unlike Unbind it still follows the cell: Retired(n)
+  // lists it until it is freed, unbound, or renamed along with the cell.
+  void Retire(const Node& node, uint64_t ino);
+  // The retired inodes that follow the same cell as `ino` (bound or
+  // retired itself), `ino` excepted: empty unless a cell has one.
+  std::vector<uint64_t> RetiredAlike(uint64_t ino);
+  // The retired inodes that follow `node`.
+  std::vector<uint64_t> Retired(const Node& node);
 
   // For keep_cache: records that a reader opened `ino` at this version and
   // says whether the previous open saw the same version.
@@ -88,12 +99,18 @@ class InodeTable {
     uint64_t lookups = 0;
     int64_t opened_timestamp = INT64_MIN;
     uint64_t opened_size = 0;
+    bool retired = false;
   };
+
+  // Takes `ino` (whose entry is `e`) off retired_.
+  void EraseRetired(uint64_t ino, Entry& e) REQUIRES(mu_);
 
   Mutex mu_;
   uint64_t next_inode_ GUARDED_BY(mu_) = kRootInode + 1;
   std::unordered_map<uint64_t, Entry> by_inode_ GUARDED_BY(mu_);
   std::unordered_map<Node, uint64_t, NodeHash> by_node_ GUARDED_BY(mu_);
+  // Retired inodes (Retire) by the cell they follow.
+  std::unordered_multimap<Node, uint64_t, NodeHash> retired_ GUARDED_BY(mu_);
 };
 
 }  // namespace tabletfs::fs

@@ -187,8 +187,9 @@ class OpenCell {
   // multi-threaded session may wait: RELEASE is served by another thread.
   bool AwaitEmptyRelease(std::chrono::microseconds timeout) REQUIRES(mu_);
   // Waits (releasing mu()) while a reader reads through the page cache, at
-  // most `timeout`: an O_RDWR open right after `cat f` may then use the
-  // page cache (and be mapped shared) once that reader's RELEASE came.
+  // most `timeout`: a writer's open right after `cat f` then keeps the
+  // cell's inode (fs/write_path.cc, a writer's own inode) once that
+  // reader's RELEASE came.
   // Readers send no FLUSH (FOPEN_NOFLUSH), so a closed reader is told from
   // an open one only by its RELEASE: beside a reader still open the wait
   // runs out.

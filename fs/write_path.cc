@@ -31,16 +31,23 @@ OpenCell::Access AccessOf(FileHandle::Mode m) {
 
 // How long an open waits for the RELEASE of closed descriptors: a
 // reader's open for a closed `>` whose empty value is still due
-// (OpenCell::AwaitEmptyRelease), an O_RDWR open for readers that read
-// through the page cache (OpenCell::AwaitCachedReadersRelease).
+// (OpenCell::AwaitEmptyRelease), a writer's open for readers that read
+// through the page cache (OpenCell::AwaitCachedReadersRelease; if they
+// are still open, the writer gets an inode of its own).
 // RELEASE follows the close within microseconds, or a few milliseconds on
 // a loaded machine; a dup still open keeps it away for good.
 constexpr std::chrono::milliseconds kReleaseWait{50};
 
+// How long a writer's retry is awaited after its open retired the cell's
+// inode (WritePath::WriterDue): the kernel retries at once.
+constexpr std::chrono::seconds kWriterDue{1};
+
 // Whether a writer opened with `flags` may use the page cache (see
 // SetCellIo): read-write, not O_APPEND (the kernel would place appended
 // bytes at its own idea of the end in pages, while the store appends at
-// the committed end), and no reader reading through the page cache.
+// the committed end), and no reader reading through the page cache (only
+// where the writer could not get an inode of its own: a `Q@T` writer, or
+// a CREATE on an inode such readers hold).
 bool CanUsePageCache(int flags, OpenCell& cell) REQUIRES(cell.mu()) {
   return (flags & O_ACCMODE) == O_RDWR && !(flags & O_APPEND) &&
          !cell.HasCachedReaders();
@@ -51,9 +58,9 @@ bool CanUsePageCache(int flags, OpenCell& cell) REQUIRES(cell.mu()) {
 // I/O file shared); their writes still reach the daemon at once (no
 // writeback cache), and pages they hold are theirs and other writers'
 // pending bytes. So no reader may read through the page cache meanwhile:
-// readers that open while writers are open use direct I/O, and an O_RDWR
-// open while a cached reader is open uses direct I/O too (it cannot be
-// mapped shared then). O_WRONLY writers use direct I/O: their bytes never
+// readers that open while writers are open use direct I/O, and a writer
+// that opens while a reader reads through the page cache gets an inode
+// of its own (OpenCellFile). O_WRONLY writers use direct I/O: their bytes never
 // enter the page cache. `shared_pages`: another page-cache writer is
 // open, so the cached pages are the pending value: keep them.
 void SetCellIo(Opened* out, bool page_cache, bool shared_pages) {
@@ -122,12 +129,32 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
       // its RELEASE, which the kernel sends as that close() returns
       // (while `cmd > f` runs, a dup is open: readers see the old value).
       cell->AwaitEmptyRelease(kReleaseWait);
-    } else if ((request.flags & O_ACCMODE) == O_RDWR &&
-               !(request.flags & O_APPEND)) {
-      // `cat f` just returned: once its RELEASE came, this writer may use
-      // the page cache (and be mapped shared).
+    } else {
+      // `cat f` just returned: once its RELEASE came, this writer shares
+      // the inode with no page-cache reader.
       cell->AwaitCachedReadersRelease(kReleaseWait);
     }
+  }
+  // The retry of a writer whose open retired the inode comes here: never
+  // twice (its ESTALE would reach the caller).
+  const bool retry = write && TakeWriterDue(n);
+  if (write && !retry && cell->HasCachedReaders() && !cell->HasWriters() &&
+      !n.at.has_value()) {
+    // A writer's own inode. The kernel applies a writer's sizes (its
+    // O_TRUNC, a write past the end) to the inode it opens, before the
+    // commit, and a reader reading that inode through the page cache
+    // would read them: zeros past its version's end, or a read() cut
+    // short. So the cell gets a new inode, and the readers' inode is
+    // retired: it still follows the cell (each commit drops its pages and
+    // attributes, InvalidateKernel), but no path finds it. ESTALE makes
+    // the kernel walk the path again with a fresh lookup (do_filp_open's
+    // LOOKUP_REVAL retry), which finds the new inode, and open it.
+    fs_->inodes().Retire(n, ino);
+    SetWriterDue(n);
+    fs_->open_cells().Put(cell);
+    return FsError::Of(
+        ESTALE, "a writer's open retired inode " + std::to_string(ino) +
+                    ", read through the page cache, from " + n.DebugPath());
   }
   // The store is read with the cell's lock held: a writer that commits
   // and closes meanwhile is either still a writer here or committed.
@@ -150,7 +177,8 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
     // (Writers that committed everything and only wait for their
     // RELEASE, which the kernel sends after the close returned, hold
     // nothing a reader could see.)
-    const bool direct = cell->HasPending() || cell->HasPageCacheWriters();
+    const bool direct =
+        cell->HasPending() || cell->HasPageCacheWriters() || WriterDue(n);
     if (direct) {
       out->direct_io = true;
     } else {
@@ -189,6 +217,32 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
   SetCellIo(out, page_cache, shared_pages);
   out->handle = std::make_shared<FileHandle>(ino, n, m, cell, desc);
   return FsError::Ok();
+}
+
+bool WritePath::WriterDue(const Node& n) {
+  MutexLock lock(&due_mu_);
+  auto it = writer_due_.find(n);
+  if (it == writer_due_.end()) return false;
+  if (std::chrono::steady_clock::now() < it->second) return true;
+  writer_due_.erase(it);
+  return false;
+}
+
+void WritePath::SetWriterDue(const Node& n) {
+  MutexLock lock(&due_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  // Retries that never came (the writer was killed) go here.
+  std::erase_if(writer_due_, [&](const auto& e) { return e.second <= now; });
+  writer_due_[n] = now + kWriterDue;
+}
+
+bool WritePath::TakeWriterDue(const Node& n) {
+  MutexLock lock(&due_mu_);
+  auto it = writer_due_.find(n);
+  if (it == writer_due_.end()) return false;
+  const bool due = std::chrono::steady_clock::now() < it->second;
+  writer_due_.erase(it);
+  return due;
 }
 
 FsError WritePath::CreateCell(const Node& n, const OpenRequest& request,
@@ -503,6 +557,7 @@ WritePath::LockedCells::LockedCells(
   std::vector<uint64_t> inos;
   for (const Node& n : nodes) {
     if (auto ino = fs->inodes().Find(n)) inos.push_back(*ino);
+    for (uint64_t r : fs->inodes().Retired(n)) inos.push_back(r);
   }
   if (with_versions) {
     for (auto& c : fs->open_cells().All()) {

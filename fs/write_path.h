@@ -15,9 +15,11 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "fs/errors.h"
@@ -119,7 +121,19 @@ class WritePath {
   // gone).
   void Unlist(OpenCell& c) REQUIRES(c.mu());
 
+  // Cells whose inode a writer's open just retired (OpenCellFile): until
+  // that writer's retry opens the new inode (at most kWriterDue), readers
+  // of the cell read around the page cache, so the retry finds no
+  // page-cache reader to retire the new inode for.
+  bool WriterDue(const Node& n);
+  void SetWriterDue(const Node& n);
+  // Whether `n` had a writer due; clears it.
+  bool TakeWriterDue(const Node& n);
+
   Filesystem* const fs_;
+  Mutex due_mu_;  // a leaf: taken under a cell's mu(), takes nothing
+  std::unordered_map<Node, std::chrono::steady_clock::time_point, NodeHash>
+      writer_due_ GUARDED_BY(due_mu_);
 };
 
 }  // namespace tabletfs::fs

@@ -74,19 +74,20 @@ void ReplyOk(fuse_req_t req) {
   fuse_reply_err(req, 0);
 }
 
-fuse_entry_param ToFuse(const Entry& e) {
+fuse_entry_param ToFuse(Filesystem& fs, const Entry& e) {
   fuse_entry_param p;
   std::memset(&p, 0, sizeof(p));
   p.ino = e.ino;
   p.generation = 1;
   p.attr = e.attr;
+  p.attr.st_ino = fs.inodes().StatIno(e.ino);
   p.entry_timeout = e.entry_timeout;
   p.attr_timeout = e.attr_timeout;
   return p;
 }
 
 void ReplyEntry(fuse_req_t req, const Entry& e) {
-  fuse_entry_param p = ToFuse(e);
+  fuse_entry_param p = ToFuse(Fs(req), e);
   Fs(req).AwaitInvalidations();
   fuse_reply_entry(req, &p);
 }
@@ -94,8 +95,10 @@ void ReplyEntry(fuse_req_t req, const Entry& e) {
 void ReplyAttr(fuse_req_t req, const Node& n, fuse_ino_t ino,
                const struct stat& st) {
   Filesystem& fs = Fs(req);
+  struct stat shown = st;
+  shown.st_ino = fs.inodes().StatIno(ino);
   fs.AwaitInvalidations();
-  fuse_reply_attr(req, &st, fs.CellAttrTimeout(n, ino));
+  fuse_reply_attr(req, &shown, fs.CellAttrTimeout(n, ino));
 }
 
 // Registers the handle of an open or create and tells the kernel how to do
@@ -293,7 +296,7 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   }
   if (!e.ok()) return Refuse(req, "create", ChildPath(p, name), e);
   SetOpened(fs, opened, fi);
-  fuse_entry_param param = ToFuse(entry);
+  fuse_entry_param param = ToFuse(fs, entry);
   fs.AwaitInvalidations();
   fuse_reply_create(req, &param, fi);
 }
@@ -441,8 +444,8 @@ void ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
       } else {
         std::optional<uint64_t> known = fs.inodes().Find(de.node);
         // Not looked up yet: any stable nonzero number will do for d_ino.
-        st.st_ino =
-            known.has_value() ? *known : (NodeHash()(de.node) | (1ull << 63));
+        st.st_ino = known.has_value() ? fs.inodes().StatIno(*known)
+                                      : (NodeHash()(de.node) | (1ull << 63));
         st.st_mode = de.node.IsDirectory() ? S_IFDIR : S_IFREG;
       }
       fuse_add_direntry(req, buf.data() + used, size - used, name, &st,
@@ -458,6 +461,7 @@ void ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         entry.ino = fs.inodes().Lookup(de.node);
         entry.generation = 1;
         fs.AreaOf(de.node).EntryStat(de, entry.ino, &entry.attr);
+        entry.attr.st_ino = fs.inodes().StatIno(entry.ino);
         entry.entry_timeout = fs.EntryTimeout(de.node);
         entry.attr_timeout = fs.CellAttrTimeout(de.node, entry.ino);
       }

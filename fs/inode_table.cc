@@ -21,6 +21,10 @@ uint64_t InodeTable::Lookup(const Node& node, uint64_t count) {
   Entry e;
   e.node = node;
   e.lookups = count;
+  if (auto r = retired_.find(node); r != retired_.end()) {
+    const Entry& old = by_inode_[r->second];
+    e.stat_ino = old.stat_ino != 0 ? old.stat_ino : r->second;
+  }
   by_inode_.emplace(ino, std::move(e));
   by_node_.emplace(node, ino);
   return ino;
@@ -86,13 +90,23 @@ void InodeTable::Unbind(const Node& node, uint64_t ino) {
   if (e != by_inode_.end()) EraseRetired(ino, e->second);
 }
 
-void InodeTable::Retire(const Node& node, uint64_t ino) {
+bool InodeTable::Retire(const Node& node, uint64_t ino) {
   MutexLock lock(&mu_);
   auto it = by_node_.find(node);
-  if (it == by_node_.end() || it->second != ino) return;
+  if (it == by_node_.end() || it->second != ino) return false;
   by_node_.erase(it);
   by_inode_[ino].retired = true;
   retired_.emplace(node, ino);
+  ever_retired_.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+uint64_t InodeTable::StatIno(uint64_t ino) {
+  if (!ever_retired_.load(std::memory_order_relaxed)) return ino;
+  MutexLock lock(&mu_);
+  auto it = by_inode_.find(ino);
+  if (it == by_inode_.end() || it->second.stat_ino == 0) return ino;
+  return it->second.stat_ino;
 }
 
 std::vector<uint64_t> InodeTable::RetiredAlike(uint64_t ino) {
@@ -104,6 +118,10 @@ std::vector<uint64_t> InodeTable::RetiredAlike(uint64_t ino) {
   auto [first, last] = retired_.equal_range(e->second.node);
   for (auto r = first; r != last; ++r) {
     if (r->second != ino) out.push_back(r->second);
+  }
+  if (e->second.retired) {
+    auto bound = by_node_.find(e->second.node);
+    if (bound != by_node_.end()) out.push_back(bound->second);
   }
   return out;
 }

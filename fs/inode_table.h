@@ -23,6 +23,7 @@
 #ifndef TABLETFS_FS_INODE_TABLE_H_
 #define TABLETFS_FS_INODE_TABLE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -68,12 +69,19 @@ class InodeTable {
   // inode is no longer found by `node`, so that the next lookup binds a new
   // inode to it, but unlike Unbind it still follows the cell: Retired(n)
   // lists it until it is freed, unbound, or renamed along with the cell.
-  void Retire(const Node& node, uint64_t ino);
-  // The retired inodes that follow the same cell as `ino` (bound or
-  // retired itself), `ino` excepted: empty unless a cell has one.
+  // False (and no change) when `ino` is not the inode bound to `node`.
+  bool Retire(const Node& node, uint64_t ino);
+  // The other inodes that follow the same cell as `ino`: its retired
+  // inodes, and when `ino` is retired itself, the bound one too. Empty
+  // unless some inode is retired.
   std::vector<uint64_t> RetiredAlike(uint64_t ino);
   // The retired inodes that follow `node`.
   std::vector<uint64_t> Retired(const Node& node);
+  // The number `stat` shows for `ino`: `ino` itself, except for an inode
+  // bound to a cell while another inode retired from it is known: then
+  // the first inode's number, so that a cell keeps its st_ino across a
+  // writer's own inode (`tail -F` and rsync compare st_ino).
+  uint64_t StatIno(uint64_t ino);
 
   // For keep_cache: records that a reader opened `ino` at this version and
   // says whether the previous open saw the same version.
@@ -100,12 +108,15 @@ class InodeTable {
     int64_t opened_timestamp = INT64_MIN;
     uint64_t opened_size = 0;
     bool retired = false;
+    uint64_t stat_ino = 0;  // StatIno; 0: the inode's own number
   };
 
   // Takes `ino` (whose entry is `e`) off retired_.
   void EraseRetired(uint64_t ino, Entry& e) REQUIRES(mu_);
 
   Mutex mu_;
+  // Set at the first Retire: until then StatIno takes no lock.
+  std::atomic<bool> ever_retired_{false};
   uint64_t next_inode_ GUARDED_BY(mu_) = kRootInode + 1;
   std::unordered_map<uint64_t, Entry> by_inode_ GUARDED_BY(mu_);
   std::unordered_map<Node, uint64_t, NodeHash> by_node_ GUARDED_BY(mu_);

@@ -139,7 +139,7 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
   // twice (its ESTALE would reach the caller).
   const bool retry = write && TakeWriterDue(n);
   if (write && !retry && cell->HasCachedReaders() && !cell->HasWriters() &&
-      !n.at.has_value()) {
+      !n.at.has_value() && RetireForWriter(n, ino)) {
     // A writer's own inode. The kernel applies a writer's sizes (its
     // O_TRUNC, a write past the end) to the inode it opens, before the
     // commit, and a reader reading that inode through the page cache
@@ -149,8 +149,6 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
     // attributes, InvalidateKernel), but no path finds it. ESTALE makes
     // the kernel walk the path again with a fresh lookup (do_filp_open's
     // LOOKUP_REVAL retry), which finds the new inode, and open it.
-    fs_->inodes().Retire(n, ino);
-    SetWriterDue(n);
     fs_->open_cells().Put(cell);
     return FsError::Of(
         ESTALE, "a writer's open retired inode " + std::to_string(ino) +
@@ -225,6 +223,14 @@ bool WritePath::WriterDue(const Node& n) {
   if (it == writer_due_.end()) return false;
   if (std::chrono::steady_clock::now() < it->second) return true;
   writer_due_.erase(it);
+  return false;
+}
+
+bool WritePath::RetireForWriter(const Node& n, uint64_t ino) {
+  // Due first: a reader that finds the new inode reads around the cache.
+  SetWriterDue(n);
+  if (fs_->inodes().Retire(n, ino)) return true;
+  TakeWriterDue(n);
   return false;
 }
 

@@ -127,6 +127,9 @@ class WritePath {
   // page-cache reader to retire the new inode for.
   bool WriterDue(const Node& n);
   void SetWriterDue(const Node& n);
+  // Retires `ino` from `n` (InodeTable::Retire) with a writer due; false
+  // when `ino` is not the inode bound to `n`.
+  bool RetireForWriter(const Node& n, uint64_t ino);
   // Whether `n` had a writer due; clears it.
   bool TakeWriterDue(const Node& n);
 

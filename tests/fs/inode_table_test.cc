@@ -85,29 +85,41 @@ TEST(InodeTableTest, UnbindFreesTheNameForANewInode) {
 TEST(InodeTableTest, ARetiredInodeFollowsItsCellUntilRemovedOrFreed) {
   InodeTable t;
   uint64_t a = t.Lookup(Cell("a"));
-  t.Retire(Cell("a"), a + 1);  // not bound to it: no change
+  EXPECT_FALSE(t.Retire(Cell("a"), a + 1));  // not bound to it
   EXPECT_EQ(t.Find(Cell("a")), a);
   EXPECT_TRUE(t.Retired(Cell("a")).empty());
-  t.Retire(Cell("a"), a);
+  EXPECT_TRUE(t.RetiredAlike(a).empty());
+  EXPECT_TRUE(t.Retire(Cell("a"), a));
+  EXPECT_FALSE(t.Retire(Cell("a"), a));  // once
   EXPECT_FALSE(t.Find(Cell("a")).has_value());
+  EXPECT_TRUE(t.RetiredAlike(a).empty());  // nothing bound yet
   uint64_t b = t.Lookup(Cell("a"));
   EXPECT_NE(b, a);
   EXPECT_EQ(t.Retired(Cell("a")), std::vector<uint64_t>{a});
   EXPECT_EQ(t.RetiredAlike(b), std::vector<uint64_t>{a});
-  EXPECT_TRUE(t.RetiredAlike(a).empty());
+  EXPECT_EQ(t.RetiredAlike(a), std::vector<uint64_t>{b});
+  // stat shows the first inode's number for both.
+  EXPECT_EQ(t.StatIno(a), a);
+  EXPECT_EQ(t.StatIno(b), a);
+  EXPECT_TRUE(t.Retire(Cell("a"), b));
+  uint64_t b2 = t.Lookup(Cell("a"));
+  EXPECT_EQ(t.StatIno(b2), a);
+  t.Forget(b, 1);  // freed: off the list
+  EXPECT_EQ(t.RetiredAlike(b2), std::vector<uint64_t>{a});
   // A rename takes it along, with the bound inode.
   t.Rebind(Cell("a"), Cell("z"));
   EXPECT_TRUE(t.Retired(Cell("a")).empty());
   EXPECT_EQ(t.Retired(Cell("z")), std::vector<uint64_t>{a});
   EXPECT_EQ(t.Get(a)->qualifier, "z");
-  EXPECT_EQ(t.RetiredAlike(b), std::vector<uint64_t>{a});
+  EXPECT_EQ(t.RetiredAlike(b2), std::vector<uint64_t>{a});
+  EXPECT_EQ(t.RetiredAlike(a), std::vector<uint64_t>{b2});
   // Removed: it keeps its node but follows nothing.
   t.Unbind(Cell("z"), a);
   EXPECT_TRUE(t.Retired(Cell("z")).empty());
   EXPECT_EQ(t.Get(a)->qualifier, "z");
   // Freed by the kernel's FORGET: gone from the list too.
   uint64_t c = t.Lookup(Cell("c"));
-  t.Retire(Cell("c"), c);
+  EXPECT_TRUE(t.Retire(Cell("c"), c));
   t.Forget(c, 1);
   EXPECT_FALSE(t.Get(c).has_value());
   EXPECT_TRUE(t.Retired(Cell("c")).empty());

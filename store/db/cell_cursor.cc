@@ -214,7 +214,7 @@ bool CellCursor::TakeMarker(const ParsedKey& p, KeySection section,
 
 CellCursor::Step CellCursor::EnterRow(const ParsedKey& p) {
   if (row_prefix_.empty() || p.row_prefix != row_prefix_) {
-    UnescapeTo(p.row_enc, &next_row_);
+    AssignUnescaped(p.row_enc, p.row_plain, &next_row_);
     const std::string& row = next_row_;
     if (!options_.end_row.empty() && row >= options_.end_row) {
       return Step::kEnd;
@@ -269,7 +269,7 @@ CellCursor::Step CellCursor::EnterFamily(const ParsedKey& p) {
 
 CellCursor::Step CellCursor::EnterCell(const ParsedKey& p) {
   if (!in_cell_ || p.cell_prefix != cell_prefix_) {
-    UnescapeTo(p.qualifier_enc, &next_qual_);
+    AssignUnescaped(p.qualifier_enc, p.qualifier_plain, &next_qual_);
     if (has_target_) {
       // Here p.family_id == target_family_.
       if (next_qual_ < target_qualifier_) {

@@ -179,6 +179,21 @@ std::string VersionKey(uint32_t table_id, std::string_view row,
 
 namespace {
 
+// ConsumeEscaped(input, nullptr), and whether enc() held no escaped byte:
+// its first 0x00 starts the terminator.
+bool SkipEscaped(std::string_view* input, bool* plain) {
+  const std::string_view in = *input;
+  const void* zero = std::memchr(in.data(), '\0', in.size());
+  if (zero == nullptr) return false;
+  size_t z = static_cast<size_t>(static_cast<const char*>(zero) - in.data());
+  *plain = z + 1 < in.size() && in[z + 1] == '\x01';
+  if (*plain) {
+    input->remove_prefix(z + 2);
+    return true;
+  }
+  return ConsumeEscaped(input, nullptr);
+}
+
 bool ParseTrailer(std::string_view* in, ParsedKey* out) {
   if (in->size() != 8) return false;
   uint64_t packed = ~DecodeBigEndian64(in->data());
@@ -198,7 +213,7 @@ bool ParseInternalKey(std::string_view key, ParsedKey* out) {
   out->table_id = DecodeBigEndian32(in.data());
   in.remove_prefix(4);
   std::string_view row_start = in;
-  if (!ConsumeEscaped(&in, nullptr)) return false;
+  if (!SkipEscaped(&in, &out->row_plain)) return false;
   out->row_enc = row_start.substr(0, row_start.size() - in.size());
   out->row_prefix = key.substr(0, key.size() - in.size());
   if (in.empty()) return false;
@@ -219,7 +234,7 @@ bool ParseInternalKey(std::string_view key, ParsedKey* out) {
   }
   if (sub != kSectionChild) return false;
   std::string_view q_start = in;
-  if (!ConsumeEscaped(&in, nullptr)) return false;
+  if (!SkipEscaped(&in, &out->qualifier_plain)) return false;
   out->qualifier_enc = q_start.substr(0, q_start.size() - in.size());
   out->cell_prefix = key.substr(0, key.size() - in.size());
   if (in.empty()) return false;

@@ -92,10 +92,14 @@ struct ParsedKey {
   // boundaries without decoding.
   std::string_view row_prefix;
   std::string_view row_enc;  // enc(row) with its terminator
+  // No escaped byte in enc(row): the row is row_enc without its
+  // 2-byte terminator (AssignUnescaped copies it without decoding).
+  bool row_plain = false;
   KeySection section = KeySection::kRowMarker;
   uint32_t family_id = 0;          // all but kRowMarker
   std::string_view cell_prefix;    // kCellMarker, kVersion: up to enc(q)
   std::string_view qualifier_enc;  // kCellMarker, kVersion
+  bool qualifier_plain = false;    // as row_plain
   int64_t timestamp = 0;           // kVersion
   uint64_t seq = 0;
   EntryKind kind = EntryKind::kPut;
@@ -119,6 +123,17 @@ bool BloomPrefixes(std::string_view key, std::string_view* row_prefix,
 std::string Unescape(std::string_view enc);
 // The same into *out (replacing its contents, reusing its capacity).
 void UnescapeTo(std::string_view enc, std::string* out);
+// UnescapeTo of a part of a parsed key; `plain` (ParsedKey::row_plain,
+// qualifier_plain): it holds no escaped byte, so it is copied as is. A
+// scan decodes each row and qualifier it enters.
+inline void AssignUnescaped(std::string_view enc, bool plain,
+                            std::string* out) {
+  if (plain) {
+    out->assign(enc.data(), enc.size() - 2);
+  } else {
+    UnescapeTo(enc, out);
+  }
+}
 
 }  // namespace tabletfs
 

@@ -65,6 +65,22 @@ TEST(KeyFormatTest, ParsesEveryKind) {
   EXPECT_EQ(p.cell_prefix, CellPrefix(7, row, 9, ""));
   EXPECT_EQ(p.row_prefix, RowPrefix(7, row));
 
+  // Parts without a 0x00 byte are plain: copied, not decoded.
+  EXPECT_FALSE(p.row_plain);  // "r\0w"
+  EXPECT_TRUE(p.qualifier_plain);
+  std::string k5 =
+      VersionKey(7, "row", 9, std::string("q\0", 2), 1, 1, EntryKind::kPut);
+  ASSERT_TRUE(ParseInternalKey(k5, &p));
+  EXPECT_TRUE(p.row_plain);
+  EXPECT_FALSE(p.qualifier_plain);
+  std::string part = "stale";
+  AssignUnescaped(p.row_enc, p.row_plain, &part);
+  EXPECT_EQ(part, "row");
+  AssignUnescaped(p.qualifier_enc, p.qualifier_plain, &part);
+  EXPECT_EQ(part, std::string("q\0", 2));
+  AssignUnescaped(std::string("\0\x01", 2), true, &part);  // the empty part
+  EXPECT_EQ(part, "");
+
   EXPECT_FALSE(ParseInternalKey("", &p));
   EXPECT_FALSE(ParseInternalKey(RowPrefix(7, row), &p));
   std::string truncated = VersionKey(7, row, 9, "q", 1, 1, EntryKind::kPut);

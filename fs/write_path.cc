@@ -60,9 +60,9 @@ bool CanUsePageCache(int flags, OpenCell& cell) REQUIRES(cell.mu()) {
 // pending bytes. So no reader may read through the page cache meanwhile:
 // readers that open while writers are open use direct I/O, and a writer
 // that opens while a reader reads through the page cache gets an inode
-// of its own (OpenCellFile). O_WRONLY writers use direct I/O: their bytes never
-// enter the page cache. `shared_pages`: another page-cache writer is
-// open, so the cached pages are the pending value: keep them.
+// of its own (OpenCellFile). O_WRONLY writers use direct I/O: their
+// bytes never enter the page cache. `shared_pages`: another page-cache
+// writer is open, so the cached pages are the pending value: keep them.
 void SetCellIo(Opened* out, bool page_cache, bool shared_pages) {
   out->direct_io = !page_cache;
   out->keep_cache = page_cache && shared_pages;

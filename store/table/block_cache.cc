@@ -47,12 +47,14 @@ BlockCache::BlockCache(size_t capacity_bytes) : capacity_(capacity_bytes) {
 }
 
 std::shared_ptr<const Block> BlockCache::Lookup(uint64_t cache_id,
-                                                uint64_t offset) {
+                                                uint64_t offset, bool count) {
   const uint64_t hash = HashKey(cache_id, offset);
   std::shared_ptr<const Block> block =
       ShardOf(hash).Lookup(cache_id, offset, hash);
-  (block != nullptr ? hits_ : misses_)
-      .fetch_add(1, std::memory_order_relaxed);
+  if (count) {
+    (block != nullptr ? hits_ : misses_)
+        .fetch_add(1, std::memory_order_relaxed);
+  }
   return block;
 }
 

@@ -47,8 +47,11 @@ class BlockCache {
   BlockCache(const BlockCache &) = delete;
   BlockCache &operator=(const BlockCache &) = delete;
 
-  // The cached block, or nullptr. Counts a hit or a miss.
-  std::shared_ptr<const Block> Lookup(uint64_t cache_id, uint64_t offset);
+  // The cached block, or nullptr. Counts a hit or a miss when `count`
+  // (a compaction's lookups are not counted: hits() and misses() describe
+  // reads).
+  std::shared_ptr<const Block> Lookup(uint64_t cache_id, uint64_t offset,
+                                      bool count = true);
   // Inserts or replaces the block at (cache_id, offset) and evicts as
   // needed. A block larger than a shard's capacity is not kept.
   void Insert(uint64_t cache_id, uint64_t offset,

@@ -98,8 +98,10 @@ Result<std::shared_ptr<const Block>> Table::ReadDataBlock(
     const BlockHandle& handle, bool fill_cache) const {
   BlockCache* cache = options_.block_cache;
   if (cache != nullptr) {
+    // A one-pass read (compaction) uses a cached block but is not counted
+    // as a read's hit or miss.
     std::shared_ptr<const Block> block =
-        cache->Lookup(cache_id_, handle.offset);
+        cache->Lookup(cache_id_, handle.offset, /*count=*/fill_cache);
     if (block != nullptr) return block;
   }
   TABLETFS_RETURN_IF_ERROR(CheckHandle(

@@ -37,6 +37,11 @@ TEST(BlockCacheTest, LookupFindsWhatWasInsertedAndCountsHitsAndMisses) {
   EXPECT_EQ(cache.Lookup(1, 4096), nullptr);
   EXPECT_EQ(cache.hits(), 2u);
   EXPECT_EQ(cache.misses(), 2u);
+  // Uncounted lookups (a compaction's) find the same blocks.
+  EXPECT_EQ(cache.Lookup(1, 0, /*count=*/false), a);
+  EXPECT_EQ(cache.Lookup(3, 0, /*count=*/false), nullptr);
+  EXPECT_EQ(cache.hits(), 2u);
+  EXPECT_EQ(cache.misses(), 2u);
   EXPECT_EQ(cache.size(), 2u);
   EXPECT_EQ(cache.usage(), 300u);
 

@@ -97,12 +97,12 @@ bool InodeTable::Retire(const Node& node, uint64_t ino) {
   by_node_.erase(it);
   by_inode_[ino].retired = true;
   retired_.emplace(node, ino);
-  ever_retired_.store(true, std::memory_order_relaxed);
+  ever_retired_.store(true, std::memory_order_release);
   return true;
 }
 
 uint64_t InodeTable::StatIno(uint64_t ino) {
-  if (!ever_retired_.load(std::memory_order_relaxed)) return ino;
+  if (!ever_retired_.load(std::memory_order_acquire)) return ino;
   MutexLock lock(&mu_);
   auto it = by_inode_.find(ino);
   if (it == by_inode_.end() || it->second.stat_ino == 0) return ino;
@@ -111,6 +111,7 @@ uint64_t InodeTable::StatIno(uint64_t ino) {
 
 std::vector<uint64_t> InodeTable::RetiredAlike(uint64_t ino) {
   std::vector<uint64_t> out;
+  if (!ever_retired_.load(std::memory_order_acquire)) return out;
   MutexLock lock(&mu_);
   if (retired_.empty()) return out;
   auto e = by_inode_.find(ino);

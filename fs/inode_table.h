@@ -115,7 +115,8 @@ class InodeTable {
   void EraseRetired(uint64_t ino, Entry& e) REQUIRES(mu_);
 
   Mutex mu_;
-  // Set at the first Retire: until then StatIno takes no lock.
+  // Set at the first Retire: until then StatIno and RetiredAlike (on
+  // every reply and commit) take no lock.
   std::atomic<bool> ever_retired_{false};
   uint64_t next_inode_ GUARDED_BY(mu_) = kRootInode + 1;
   std::unordered_map<uint64_t, Entry> by_inode_ GUARDED_BY(mu_);

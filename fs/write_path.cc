@@ -219,6 +219,7 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
 
 bool WritePath::WriterDue(const Node& n) {
   MutexLock lock(&due_mu_);
+  if (writer_due_.empty()) return false;  // every reader's open asks
   auto it = writer_due_.find(n);
   if (it == writer_due_.end()) return false;
   if (std::chrono::steady_clock::now() < it->second) return true;
@@ -244,6 +245,7 @@ void WritePath::SetWriterDue(const Node& n) {
 
 bool WritePath::TakeWriterDue(const Node& n) {
   MutexLock lock(&due_mu_);
+  if (writer_due_.empty()) return false;  // every writer's open asks
   auto it = writer_due_.find(n);
   if (it == writer_due_.end()) return false;
   const bool due = std::chrono::steady_clock::now() < it->second;

@@ -39,9 +39,10 @@ size_t EscapedSize(std::string_view bytes) {
   return bytes.size() + zeros + 2;
 }
 
-bool ConsumeEscaped(std::string_view* input, std::string* out) {
+bool ConsumeEscaped(std::string_view* input, std::string* out, bool* plain) {
   // Every escape starts with 0x00: jump from one to the next (memchr), and
   // copy the runs between them whole. Every key of every read is parsed.
+  if (plain) *plain = true;
   size_t i = 0;
   const std::string_view in = *input;
   while (i < in.size()) {
@@ -57,6 +58,7 @@ bool ConsumeEscaped(std::string_view* input, std::string* out) {
     }
     if (next != '\xff') return false;
     if (out) out->push_back('\0');
+    if (plain) *plain = false;
     i = z + 2;
   }
   return false;
@@ -179,21 +181,6 @@ std::string VersionKey(uint32_t table_id, std::string_view row,
 
 namespace {
 
-// ConsumeEscaped(input, nullptr), and whether enc() held no escaped byte:
-// its first 0x00 starts the terminator.
-bool SkipEscaped(std::string_view* input, bool* plain) {
-  const std::string_view in = *input;
-  const void* zero = std::memchr(in.data(), '\0', in.size());
-  if (zero == nullptr) return false;
-  size_t z = static_cast<size_t>(static_cast<const char*>(zero) - in.data());
-  *plain = z + 1 < in.size() && in[z + 1] == '\x01';
-  if (*plain) {
-    input->remove_prefix(z + 2);
-    return true;
-  }
-  return ConsumeEscaped(input, nullptr);
-}
-
 bool ParseTrailer(std::string_view* in, ParsedKey* out) {
   if (in->size() != 8) return false;
   uint64_t packed = ~DecodeBigEndian64(in->data());
@@ -213,7 +200,7 @@ bool ParseInternalKey(std::string_view key, ParsedKey* out) {
   out->table_id = DecodeBigEndian32(in.data());
   in.remove_prefix(4);
   std::string_view row_start = in;
-  if (!SkipEscaped(&in, &out->row_plain)) return false;
+  if (!ConsumeEscaped(&in, nullptr, &out->row_plain)) return false;
   out->row_enc = row_start.substr(0, row_start.size() - in.size());
   out->row_prefix = key.substr(0, key.size() - in.size());
   if (in.empty()) return false;
@@ -234,7 +221,7 @@ bool ParseInternalKey(std::string_view key, ParsedKey* out) {
   }
   if (sub != kSectionChild) return false;
   std::string_view q_start = in;
-  if (!SkipEscaped(&in, &out->qualifier_plain)) return false;
+  if (!ConsumeEscaped(&in, nullptr, &out->qualifier_plain)) return false;
   out->qualifier_enc = q_start.substr(0, q_start.size() - in.size());
   out->cell_prefix = key.substr(0, key.size() - in.size());
   if (in.empty()) return false;

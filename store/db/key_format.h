@@ -42,8 +42,9 @@ void AppendEscaped(std::string* dst, std::string_view bytes);
 size_t EscapedSize(std::string_view bytes);
 // Parses enc() from the front of *input, appending the raw bytes to *out
 // (may be null) and advancing *input past the terminator. False when
-// malformed.
-bool ConsumeEscaped(std::string_view* input, std::string* out);
+// malformed. *plain (may be null): no byte of it was escaped.
+bool ConsumeEscaped(std::string_view* input, std::string* out,
+                    bool* plain = nullptr);
 
 // be32(table_id) + enc(row).
 std::string RowPrefix(uint32_t table_id, std::string_view row);

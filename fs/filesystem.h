@@ -84,6 +84,7 @@ struct VersionStat {
 struct Caller {
   uid_t uid = 0;
   gid_t gid = 0;
+  pid_t pid = 0;  // the calling thread; 0: unknown
 };
 
 // A name's entry as the kernel is given it (fuse_entry_param without the

@@ -56,7 +56,7 @@ void Count(fuse_req_t req, FuseOp op) { Fs(req).requests().Add(op); }
 
 Caller CallerOf(fuse_req_t req) {
   const fuse_ctx* ctx = fuse_req_ctx(req);
-  return Caller{ctx->uid, ctx->gid};
+  return Caller{ctx->uid, ctx->gid, ctx->pid};
 }
 
 // ---- Replies ----

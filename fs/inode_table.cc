@@ -101,6 +101,24 @@ bool InodeTable::Retire(const Node& node, uint64_t ino) {
   return true;
 }
 
+bool InodeTable::Restore(const Node& node, uint64_t ino) {
+  MutexLock lock(&mu_);
+  auto e = by_inode_.find(ino);
+  if (e == by_inode_.end() || !e->second.retired || !(e->second.node == node)) {
+    return false;
+  }
+  EraseRetired(ino, e->second);
+  auto bound = by_node_.find(node);
+  if (bound != by_node_.end()) {
+    by_inode_[bound->second].retired = true;
+    retired_.emplace(node, bound->second);
+    bound->second = ino;
+  } else {
+    by_node_.emplace(node, ino);
+  }
+  return true;
+}
+
 uint64_t InodeTable::StatIno(uint64_t ino) {
   if (!ever_retired_.load(std::memory_order_acquire)) return ino;
   MutexLock lock(&mu_);
@@ -129,6 +147,7 @@ std::vector<uint64_t> InodeTable::RetiredAlike(uint64_t ino) {
 
 std::vector<uint64_t> InodeTable::Retired(const Node& node) {
   std::vector<uint64_t> out;
+  if (!ever_retired_.load(std::memory_order_acquire)) return out;
   MutexLock lock(&mu_);
   auto [first, last] = retired_.equal_range(node);
   for (auto r = first; r != last; ++r) out.push_back(r->second);

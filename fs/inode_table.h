@@ -71,6 +71,11 @@ class InodeTable {
   // lists it until it is freed, unbound, or renamed along with the cell.
   // False (and no change) when `ino` is not the inode bound to `node`.
   bool Retire(const Node& node, uint64_t ino);
+  // The retired inode `ino` of `node` is bound to it again, and the inode
+  // bound until now is retired in its place (an open moved to the cell's
+  // inode of its kind, fs/write_path.cc). False (and no change) when `ino`
+  // is not a retired inode of `node`.
+  bool Restore(const Node& node, uint64_t ino);
   // The other inodes that follow the same cell as `ino`: its retired
   // inodes, and when `ino` is retired itself, the bound one too. Empty
   // unless some inode is retired.
@@ -115,8 +120,8 @@ class InodeTable {
   void EraseRetired(uint64_t ino, Entry& e) REQUIRES(mu_);
 
   Mutex mu_;
-  // Set at the first Retire: until then StatIno and RetiredAlike (on
-  // every reply and commit) take no lock.
+  // Set at the first Retire: until then StatIno, RetiredAlike and Retired
+  // (on every reply, commit and open) take no lock.
   std::atomic<bool> ever_retired_{false};
   uint64_t next_inode_ GUARDED_BY(mu_) = kRootInode + 1;
   std::unordered_map<uint64_t, Entry> by_inode_ GUARDED_BY(mu_);

@@ -69,6 +69,7 @@ uint64_t OpenCell::Attach(Access access, CommittedVersion newest,
   Descriptor& d = descriptors_[id];
   d.access = access;
   d.page_cache = page_cache;
+  descriptors_now_.store(descriptors_.size(), std::memory_order_release);
   if (newest.exists && !node_.at.has_value()) {
     newest_timestamp_ = newest.timestamp;
     newest_size_ = newest.size;
@@ -119,6 +120,7 @@ uint64_t OpenCell::Attach(Access access, CommittedVersion newest,
     }
   }
   writers_++;
+  writers_now_.store(writers_, std::memory_order_release);
   if (page_cache) page_cache_writers_++;
   if (create) fresh_ = true;  // committed even when nothing is written
   d.wrote = create || truncate;
@@ -156,6 +158,8 @@ void OpenCell::Detach(uint64_t id) {
     cached_readers_--;
   }
   descriptors_.erase(it);
+  writers_now_.store(writers_, std::memory_order_release);
+  descriptors_now_.store(descriptors_.size(), std::memory_order_release);
   detached_.SignalAll();
 }
 
@@ -187,7 +191,7 @@ void OpenCell::Load(std::string committed) {
   loaded_ = true;
 }
 
-FsError OpenCell::ReadNewest(CommittedVersion* out) {
+FsError OpenCell::ReadNewest(CommittedVersion* out, bool as_of) {
   ReadOptions ro;
   ro.max_versions = 1;
   ro.at = node_.at;
@@ -196,7 +200,7 @@ FsError OpenCell::ReadNewest(CommittedVersion* out) {
   if (!versions.ok()) return FsErrorFromStatus(versions.status());
   *out = CommittedVersion();
   if (versions->empty()) return FsError::Ok();
-  if (node_.at.has_value() && (*versions)[0].timestamp != *node_.at) {
+  if (node_.at.has_value() && !as_of && (*versions)[0].timestamp != *node_.at) {
     return FsError::Ok();
   }
   out->exists = true;
@@ -219,7 +223,7 @@ FsError OpenCell::RefreshCommitted() {
     return FsError::Ok();
   }
   CommittedVersion v;
-  TABLETFS_FS_RETURN_IF_ERROR(ReadNewest(&v));
+  TABLETFS_FS_RETURN_IF_ERROR(ReadNewest(&v, /*as_of=*/true));
   if (v.exists) {
     committed_ = std::make_shared<const std::string>(std::move(v.value));
     if (!node_.at.has_value()) {

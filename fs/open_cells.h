@@ -132,6 +132,15 @@ class OpenCell {
   }
   bool IsWriter(uint64_t id) const REQUIRES(mu_);
   bool IsPageCache(uint64_t id) const REQUIRES(mu_);
+  // The same counts without the lock, for an open of another inode of the
+  // cell, which holds that inode's cell lock (WritePath::MoveToOwnInode):
+  // a snapshot, exact once the opens and releases in flight are done.
+  bool WritersNow() const {
+    return writers_now_.load(std::memory_order_acquire) > 0;
+  }
+  bool IdleNow() const {
+    return descriptors_now_.load(std::memory_order_acquire) == 0;
+  }
 
   // ---- Data ----
   // Reads up to `size` bytes at `offset`: the pending value for a writer,
@@ -188,8 +197,8 @@ class OpenCell {
   bool AwaitEmptyRelease(std::chrono::microseconds timeout) REQUIRES(mu_);
   // Waits (releasing mu()) while a reader reads through the page cache, at
   // most `timeout`: a writer's open right after `cat f` then keeps the
-  // cell's inode (fs/write_path.cc, a writer's own inode) once that
-  // reader's RELEASE came.
+  // cell's inode (fs/write_path.cc, readers and writers on inodes of
+  // their own) once that reader's RELEASE came.
   // Readers send no FLUSH (FOPEN_NOFLUSH), so a closed reader is told from
   // an open one only by its RELEASE: beside a reader still open the wait
   // runs out.
@@ -282,7 +291,10 @@ class OpenCell {
   // Stores every pending append (unloaded append mode) at the end of the
   // newest version, through the store's atomic append.
   FsError CommitAppend(int64_t* committed_at) REQUIRES(mu_);
-  FsError ReadNewest(CommittedVersion* out) REQUIRES(mu_);
+  // The newest committed version: for a `Q@T` cell, the one at exactly T
+  // (what its writers start from), or with `as_of`, the newest at or
+  // before T (what its readers read).
+  FsError ReadNewest(CommittedVersion* out, bool as_of = false) REQUIRES(mu_);
   // Only the empty value of a fresh open is due through `id`: nothing was
   // written or truncated since it was created or truncated.
   bool OnlyEmptyDue(uint64_t id) const REQUIRES(mu_);
@@ -308,6 +320,9 @@ class OpenCell {
   int writers_ GUARDED_BY(mu_) = 0;
   int page_cache_writers_ GUARDED_BY(mu_) = 0;
   int cached_readers_ GUARDED_BY(mu_) = 0;
+  // writers_ and descriptors_.size(), for WritersNow() and IdleNow().
+  std::atomic<int> writers_now_{0};
+  std::atomic<size_t> descriptors_now_{0};
 
   // The pending value (valid once loaded_).
   bool loaded_ GUARDED_BY(mu_) = false;

@@ -500,8 +500,8 @@ FsError TablesArea::Open(uint64_t ino, const Node& n,
     return Area::Open(ino, n, request, write, out);
   }
   if (write) TABLETFS_FS_RETURN_IF_ERROR(fs_->CheckFuture(n));
-  // Q@T read: a version never changes, read at open.
-  if (n.at.has_value() && !write) return OpenVersion(ino, n, out);
+  // Q@T readers too: a `Q@T` writer changes the version at T, and its
+  // readers follow it as a cell's do.
   return fs_->write_path().OpenCellFile(ino, n, request, write, out);
 }
 

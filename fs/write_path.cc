@@ -33,21 +33,21 @@ OpenCell::Access AccessOf(FileHandle::Mode m) {
 // reader's open for a closed `>` whose empty value is still due
 // (OpenCell::AwaitEmptyRelease), a writer's open for readers that read
 // through the page cache (OpenCell::AwaitCachedReadersRelease; if they
-// are still open, the writer gets an inode of its own).
+// are still open, the writer moves to an inode of its own).
 // RELEASE follows the close within microseconds, or a few milliseconds on
 // a loaded machine; a dup still open keeps it away for good.
 constexpr std::chrono::milliseconds kReleaseWait{50};
 
-// How long a writer's retry is awaited after its open retired the cell's
-// inode (WritePath::WriterDue): the kernel retries at once.
-constexpr std::chrono::seconds kWriterDue{1};
+// How long the retry of an open moved to another inode is awaited
+// (WritePath::SetDue): the kernel retries at once.
+constexpr std::chrono::seconds kRetryDue{1};
 
 // Whether a writer opened with `flags` may use the page cache (see
 // SetCellIo): read-write, not O_APPEND (the kernel would place appended
 // bytes at its own idea of the end in pages, while the store appends at
 // the committed end), and no reader reading through the page cache (only
-// where the writer could not get an inode of its own: a `Q@T` writer, or
-// a CREATE on an inode such readers hold).
+// where the writer could not get an inode of its own: a retry that raced
+// another open, or a CREATE on an inode readers hold).
 bool CanUsePageCache(int flags, OpenCell& cell) REQUIRES(cell.mu()) {
   return (flags & O_ACCMODE) == O_RDWR && !(flags & O_APPEND) &&
          !cell.HasCachedReaders();
@@ -57,10 +57,9 @@ bool CanUsePageCache(int flags, OpenCell& cell) REQUIRES(cell.mu()) {
 // cache, so that MAP_SHARED mappings work (the kernel cannot map a direct
 // I/O file shared); their writes still reach the daemon at once (no
 // writeback cache), and pages they hold are theirs and other writers'
-// pending bytes. So no reader may read through the page cache meanwhile:
-// readers that open while writers are open use direct I/O, and a writer
-// that opens while a reader reads through the page cache gets an inode
-// of its own (OpenCellFile). O_WRONLY writers use direct I/O: their
+// pending bytes. So no reader may use that inode meanwhile: readers and
+// writers get inodes of their own (OpenCellFile), and where they still
+// share one, readers use direct I/O. O_WRONLY writers use direct I/O: their
 // bytes never enter the page cache. `shared_pages`: another page-cache
 // writer is open, so the cached pages are the pending value: keep them.
 void SetCellIo(Opened* out, bool page_cache, bool shared_pages) {
@@ -91,7 +90,7 @@ bool SameCell(const Node& a, const Node& b) {
 // Opening cells
 // ---------------------------------------------------------------------------
 
-FsError WritePath::ReadForOpen(const Node& n, bool value,
+FsError WritePath::ReadForOpen(const Node& n, bool value, bool write,
                                CommittedVersion* out) {
   *out = CommittedVersion();
   if (value) {
@@ -109,8 +108,8 @@ FsError WritePath::ReadForOpen(const Node& n, bool value,
     out->size = v.size;
     out->value_read = false;
   }
-  // Q@T is written at exactly T.
-  if (n.at.has_value() && out->exists && out->timestamp != *n.at) {
+  // Q@T is written at exactly T (and read as of T).
+  if (write && n.at.has_value() && out->exists && out->timestamp != *n.at) {
     *out = CommittedVersion();
   }
   return FsError::Ok();
@@ -121,6 +120,7 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
                                 Opened* out) {
   std::shared_ptr<OpenCell> cell = fs_->open_cells().Get(ino, n);
   MutexLock lock(cell->mu());
+  const pid_t pid = request.caller.pid;
   if (!fs_->options().single_threaded) {
     // RELEASE is served by another thread: wait for those of descriptors
     // just closed (bounded: a dup may still be open).
@@ -130,37 +130,44 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
       // (while `cmd > f` runs, a dup is open: readers see the old value).
       cell->AwaitEmptyRelease(kReleaseWait);
     } else {
-      // `cat f` just returned: once its RELEASE came, this writer shares
-      // the inode with no page-cache reader.
+      // `cat f` just returned: once its RELEASE came, this writer keeps
+      // the inode, and commits after that reader's last read.
       cell->AwaitCachedReadersRelease(kReleaseWait);
     }
   }
-  // The retry of a writer whose open retired the inode comes here: never
-  // twice (its ESTALE would reach the caller).
-  const bool retry = write && TakeWriterDue(n);
-  if (write && !retry && cell->HasCachedReaders() && !cell->HasWriters() &&
-      !n.at.has_value() && RetireForWriter(n, ino)) {
-    // A writer's own inode. The kernel applies a writer's sizes (its
-    // O_TRUNC, a write past the end) to the inode it opens, before the
-    // commit, and a reader reading that inode through the page cache
-    // would read them: zeros past its version's end, or a read() cut
-    // short. So the cell gets a new inode, and the readers' inode is
-    // retired: it still follows the cell (each commit drops its pages and
-    // attributes, InvalidateKernel), but no path finds it. ESTALE makes
-    // the kernel walk the path again with a fresh lookup (do_filp_open's
-    // LOOKUP_REVAL retry), which finds the new inode, and open it.
+  // Readers and writers on inodes of their own. The kernel applies a
+  // writer's sizes (its O_TRUNC, a write past the end) to the inode it
+  // opens, before the commit, and keeps its pending bytes in that inode's
+  // pages (read-write writers use the page cache, for MAP_SHARED); a
+  // reader of that inode would read them through the page cache, or
+  // through a private mapping, which faults pages in through the page
+  // cache even on a direct-I/O descriptor. The reader's faults put
+  // committed bytes in the pages the writers read and map, and a short
+  // read there cuts the kernel's size under the writers' mappings
+  // (SIGBUS). So an open that finds descriptors of the other kind moves
+  // to the cell's inode of its kind: the inode it found is retired (it
+  // still follows the cell: each commit drops its pages and attributes,
+  // InvalidateKernel, but no path finds it) and the open gets ESTALE,
+  // which makes the kernel walk the path again with a fresh lookup
+  // (do_filp_open's LOOKUP_REVAL retry), which finds the other inode, or
+  // a new one. A retry is never moved again (its ESTALE would reach the
+  // caller): where it races another open, the two kinds share an inode,
+  // with readers on direct I/O.
+  const bool retry = TakeDue(n, pid, write);
+  if (write && !retry && MoveToOwnInode(n, ino, *cell, true, pid)) {
     fs_->open_cells().Put(cell);
-    return FsError::Of(
-        ESTALE, "a writer's open retired inode " + std::to_string(ino) +
-                    ", read through the page cache, from " + n.DebugPath());
+    return FsError::Of(ESTALE, "inode " + std::to_string(ino) + " of " +
+                                   n.DebugPath() +
+                                   " is open for reading: a writer moves");
   }
   // The store is read with the cell's lock held: a writer that commits
   // and closes meanwhile is either still a writer here or committed.
   CommittedVersion v;
-  FsError e = ReadForOpen(n, NeedsBytesAtOpen(n, request.flags, write), &v);
+  FsError e =
+      ReadForOpen(n, NeedsBytesAtOpen(n, request.flags, write), write, &v);
   const bool writers = cell->HasWriters() && !cell->unlinked();
   bool recreate = false;
-  if (e.ok() && !v.exists && !writers && !n.at.has_value()) {
+  if (e.ok() && !v.exists && !writers && (!n.at.has_value() || !write)) {
     recreate = write && fs_->Vanished(ino);
     if (!recreate) e = FsError::Of(ENOENT, "no cell " + n.DebugPath());
   }
@@ -169,14 +176,22 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
     return e;
   }
   if (!write) {
+    // (A cell created by a writer and not committed yet has no version a
+    // reader's inode of its own could show: such a reader stays.)
+    if (!retry && v.exists && MoveToOwnInode(n, ino, *cell, false, pid)) {
+      fs_->open_cells().Put(cell);
+      return FsError::Of(ESTALE, "inode " + std::to_string(ino) + " of " +
+                                     n.DebugPath() +
+                                     " is open for writing: a reader moves");
+    }
     // A reader sees committed versions only. While writers hold bytes not
     // committed, or write through the page cache, read around the cache
     // (direct I/O); else let the kernel cache what it read.
     // (Writers that committed everything and only wait for their
     // RELEASE, which the kernel sends after the close returned, hold
     // nothing a reader could see.)
-    const bool direct =
-        cell->HasPending() || cell->HasPageCacheWriters() || WriterDue(n);
+    const bool direct = cell->HasPending() || cell->HasPageCacheWriters() ||
+                        WriterDue(n) || WritersElsewhere(n, ino);
     if (direct) {
       out->direct_io = true;
     } else {
@@ -217,40 +232,98 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
   return FsError::Ok();
 }
 
-bool WritePath::WriterDue(const Node& n) {
-  MutexLock lock(&due_mu_);
-  if (writer_due_.empty()) return false;  // every reader's open asks
-  auto it = writer_due_.find(n);
-  if (it == writer_due_.end()) return false;
-  if (std::chrono::steady_clock::now() < it->second) return true;
-  writer_due_.erase(it);
+bool WritePath::MoveToOwnInode(const Node& n, uint64_t ino, OpenCell& cell,
+                               bool write, pid_t pid) {
+  // A writer joins the writers; a reader beside no writer stays.
+  if (write ? cell.HasWriters() : !cell.HasWriters()) return false;
+  InodeTable& inodes = fs_->inodes();
+  // The cell's other inodes, by what is open on them (the writers of a
+  // cell are on one inode: they share its pending value).
+  std::optional<uint64_t> writers_at, idle;
+  const std::optional<uint64_t> bound = inodes.Find(n);
+  for (const auto& [other, c] : OtherInodes(n, ino, bound)) {
+    if (!c || c->IdleNow()) {
+      if (!idle) idle = other;
+    } else if (c->WritersNow()) {
+      writers_at = other;
+    }
+  }
+  if (write && !cell.HasReaders() && !writers_at) return false;
+  // A reader goes to an idle inode, or a new one, rather than to one
+  // that readers hold: a long-lived reader there (`tail -f`) would make
+  // each writer that finds it wait for its release (kReleaseWait).
+  std::optional<uint64_t> target = write && writers_at ? writers_at : idle;
+  SetDue(n, pid, write);
+  bool moved = false;
+  if (target) moved = *target == bound || inodes.Restore(n, *target);
+  // Else (or the kernel forgot the target meanwhile) the next lookup binds
+  // a new inode.
+  if (!moved) moved = !bound || inodes.Retire(n, *bound);
+  if (!moved) TakeDue(n, pid, write);
+  return moved;
+}
+
+std::vector<std::pair<uint64_t, std::shared_ptr<OpenCell>>>
+WritePath::OtherInodes(const Node& n, uint64_t ino,
+                       std::optional<uint64_t> bound) {
+  std::vector<std::pair<uint64_t, std::shared_ptr<OpenCell>>> out;
+  auto add = [&](uint64_t other) {
+    if (other != ino) out.emplace_back(other, fs_->open_cells().Find(other));
+  };
+  if (bound) add(*bound);
+  for (uint64_t r : fs_->inodes().Retired(n)) add(r);
+  return out;
+}
+
+bool WritePath::WritersElsewhere(const Node& n, uint64_t ino) {
+  // Without a retired inode the cell has one (every reader's open asks).
+  if (fs_->inodes().Retired(n).empty()) return false;
+  for (const auto& [other, c] : OtherInodes(n, ino, fs_->inodes().Find(n))) {
+    if (c && c->WritersNow()) return true;
+  }
   return false;
 }
 
-bool WritePath::RetireForWriter(const Node& n, uint64_t ino) {
-  // Due first: a reader that finds the new inode reads around the cache.
-  SetWriterDue(n);
-  if (fs_->inodes().Retire(n, ino)) return true;
-  TakeWriterDue(n);
-  return false;
-}
-
-void WritePath::SetWriterDue(const Node& n) {
+void WritePath::SetDue(const Node& n, pid_t pid, bool write) {
   MutexLock lock(&due_mu_);
   const auto now = std::chrono::steady_clock::now();
-  // Retries that never came (the writer was killed) go here.
-  std::erase_if(writer_due_, [&](const auto& e) { return e.second <= now; });
-  writer_due_[n] = now + kWriterDue;
+  // Retries that never came (the caller was killed) go here.
+  for (auto it = due_.begin(); it != due_.end();) {
+    std::erase_if(it->second, [&](const Due& d) { return d.until <= now; });
+    it = it->second.empty() ? due_.erase(it) : std::next(it);
+  }
+  due_[n].push_back(Due{pid, write, now + kRetryDue});
 }
 
-bool WritePath::TakeWriterDue(const Node& n) {
+bool WritePath::TakeDue(const Node& n, pid_t pid, bool write) {
   MutexLock lock(&due_mu_);
-  if (writer_due_.empty()) return false;  // every writer's open asks
-  auto it = writer_due_.find(n);
-  if (it == writer_due_.end()) return false;
-  const bool due = std::chrono::steady_clock::now() < it->second;
-  writer_due_.erase(it);
-  return due;
+  if (due_.empty()) return false;  // every open asks
+  auto it = due_.find(n);
+  if (it == due_.end()) return false;
+  std::vector<Due>& dues = it->second;
+  const auto now = std::chrono::steady_clock::now();
+  for (auto d = dues.begin(); d != dues.end(); ++d) {
+    // pid 0 (unknown): any retry of the kind.
+    if (d->write == write && (d->pid == pid || d->pid == 0 || pid == 0)) {
+      const bool due = now < d->until;
+      dues.erase(d);
+      if (dues.empty()) due_.erase(it);
+      return due;
+    }
+  }
+  return false;
+}
+
+bool WritePath::WriterDue(const Node& n) {
+  MutexLock lock(&due_mu_);
+  if (due_.empty()) return false;  // every reader's open asks
+  auto it = due_.find(n);
+  if (it == due_.end()) return false;
+  const auto now = std::chrono::steady_clock::now();
+  for (const Due& d : it->second) {
+    if (d.write && now < d.until) return true;
+  }
+  return false;
 }
 
 FsError WritePath::CreateCell(const Node& n, const OpenRequest& request,
@@ -263,7 +336,7 @@ FsError WritePath::CreateCell(const Node& n, const OpenRequest& request,
   std::shared_ptr<OpenCell> cell = fs_->open_cells().Get(ino, n);
   MutexLock lock(cell->mu());
   CommittedVersion v;
-  FsError e = ReadForOpen(n, NeedsBytesAtOpen(n, flags, true), &v);
+  FsError e = ReadForOpen(n, NeedsBytesAtOpen(n, flags, true), true, &v);
   const bool others = cell->HasWriters() && !cell->unlinked();
   if (e.ok() && (v.exists || others) && (flags & O_EXCL)) {
     e = FsError::Of(EEXIST, n.DebugPath() + " exists");

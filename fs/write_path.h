@@ -18,8 +18,10 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "fs/errors.h"
@@ -113,30 +115,51 @@ class WritePath {
 
  private:
   // The version an open of `n` starts from; `value`: with its bytes, else
-  // only its size (NeedsBytesAtOpen).
-  FsError ReadForOpen(const Node& n, bool value, CommittedVersion* out);
+  // only its size (NeedsBytesAtOpen); for a `Q@T` writer, the version at
+  // exactly T, for a reader, as of T.
+  FsError ReadForOpen(const Node& n, bool value, bool write,
+                      CommittedVersion* out);
   FsError WriteCell(FileHandle& h, const char* buf, size_t size, off_t off);
   void ReleaseCell(FileHandle& h);
   // A created cell stops being listed from memory (it is in the store, or
   // gone).
   void Unlist(OpenCell& c) REQUIRES(c.mu());
 
-  // Cells whose inode a writer's open just retired (OpenCellFile): until
-  // that writer's retry opens the new inode (at most kWriterDue), readers
-  // of the cell read around the page cache, so the retry finds no
-  // page-cache reader to retire the new inode for.
+  // Readers and writers on inodes of their own (OpenCellFile): moves the
+  // open of `ino` for `write` to the cell's inode of its kind when `ino`
+  // holds descriptors of the other kind (for a writer: readers, or no
+  // writers while another inode of the cell has them). That inode is
+  // bound to `n` (InodeTable::Restore), or none is and the next lookup
+  // makes one (InodeTable::Retire); the open's caller is then due to
+  // retry. False when the open stays on `ino`.
+  bool MoveToOwnInode(const Node& n, uint64_t ino, OpenCell& cell, bool write,
+                      pid_t pid) REQUIRES(cell.mu());
+  // The cell's inodes other than `ino` (`bound`, the one bound to `n`,
+  // and the retired ones), each with its open state, if any.
+  std::vector<std::pair<uint64_t, std::shared_ptr<OpenCell>>> OtherInodes(
+      const Node& n, uint64_t ino, std::optional<uint64_t> bound);
+  // Whether writers of the cell are open on an inode other than `ino`:
+  // readers of `ino` then read around the page cache, as beside writers
+  // on their own inode.
+  bool WritersElsewhere(const Node& n, uint64_t ino);
+  // Opens moved to another inode of the cell are due to come again from
+  // the same thread, at once (the kernel's LOOKUP_REVAL retry), for at
+  // most kRetryDue: TakeDue says whether this open is that retry (it is
+  // never moved again: its ESTALE would reach the caller). While a
+  // writer is due, readers of the cell read around the page cache
+  // (WriterDue), so the retry finds no page-cache reader where it lands.
+  void SetDue(const Node& n, pid_t pid, bool write);
+  bool TakeDue(const Node& n, pid_t pid, bool write);
   bool WriterDue(const Node& n);
-  void SetWriterDue(const Node& n);
-  // Retires `ino` from `n` (InodeTable::Retire) with a writer due; false
-  // when `ino` is not the inode bound to `n`.
-  bool RetireForWriter(const Node& n, uint64_t ino);
-  // Whether `n` had a writer due; clears it.
-  bool TakeWriterDue(const Node& n);
 
   Filesystem* const fs_;
+  struct Due {
+    pid_t pid;
+    bool write;
+    std::chrono::steady_clock::time_point until;
+  };
   Mutex due_mu_;  // a leaf: taken under a cell's mu(), takes nothing
-  std::unordered_map<Node, std::chrono::steady_clock::time_point, NodeHash>
-      writer_due_ GUARDED_BY(due_mu_);
+  std::unordered_map<Node, std::vector<Due>, NodeHash> due_ GUARDED_BY(due_mu_);
 };
 
 }  // namespace tabletfs::fs

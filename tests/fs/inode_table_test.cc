@@ -125,6 +125,39 @@ TEST(InodeTableTest, ARetiredInodeFollowsItsCellUntilRemovedOrFreed) {
   EXPECT_TRUE(t.Retired(Cell("c")).empty());
 }
 
+// A reader's open moves the cell to a new inode, a writer's open moves it
+// back to the writers' inode (fs/write_path.cc): each bound in turn, the
+// other retired and following.
+TEST(InodeTableTest, ARetiredInodeIsBoundAgainByRestore) {
+  InodeTable t;
+  uint64_t w = t.Lookup(Cell("a"));
+  EXPECT_FALSE(t.Restore(Cell("a"), w));  // bound, not retired
+  ASSERT_TRUE(t.Retire(Cell("a"), w));
+  EXPECT_FALSE(t.Restore(Cell("b"), w));  // not a retired inode of b
+  uint64_t r = t.Lookup(Cell("a"));
+  EXPECT_TRUE(t.Restore(Cell("a"), w));
+  EXPECT_EQ(t.Find(Cell("a")), w);
+  EXPECT_EQ(t.Lookup(Cell("a")), w);
+  EXPECT_EQ(t.Retired(Cell("a")), std::vector<uint64_t>{r});
+  EXPECT_EQ(t.RetiredAlike(w), std::vector<uint64_t>{r});
+  EXPECT_EQ(t.RetiredAlike(r), std::vector<uint64_t>{w});
+  EXPECT_EQ(t.StatIno(r), w);
+  EXPECT_EQ(t.StatIno(w), w);
+  EXPECT_FALSE(t.Restore(Cell("a"), w));  // bound already
+  EXPECT_TRUE(t.Restore(Cell("a"), r));
+  EXPECT_EQ(t.Find(Cell("a")), r);
+  EXPECT_EQ(t.Retired(Cell("a")), std::vector<uint64_t>{w});
+  // With nothing bound (retired, not looked up again), it is bound alone.
+  ASSERT_TRUE(t.Retire(Cell("a"), r));
+  EXPECT_TRUE(t.Restore(Cell("a"), w));
+  EXPECT_EQ(t.Find(Cell("a")), w);
+  EXPECT_EQ(t.Retired(Cell("a")), std::vector<uint64_t>{r});
+  // Forgotten by the kernel: nothing to restore.
+  t.Forget(r, 1);
+  EXPECT_FALSE(t.Restore(Cell("a"), r));
+  EXPECT_EQ(t.Find(Cell("a")), w);
+}
+
 TEST(InodeTableTest, KeepCacheOnlyWhileTheVersionIsUnchanged) {
   InodeTable t;
   uint64_t a = t.Lookup(Cell("a"));

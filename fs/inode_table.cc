@@ -1,5 +1,7 @@
 #include "fs/inode_table.h"
 
+#include <algorithm>
+
 namespace tabletfs::fs {
 
 InodeTable::InodeTable() {
@@ -21,9 +23,8 @@ uint64_t InodeTable::Lookup(const Node& node, uint64_t count) {
   Entry e;
   e.node = node;
   e.lookups = count;
-  if (auto r = retired_.find(node); r != retired_.end()) {
-    const Entry& old = by_inode_[r->second];
-    e.stat_ino = old.stat_ino != 0 ? old.stat_ino : r->second;
+  if (auto m = moved_.find(node); m != moved_.end()) {
+    e.stat_ino = m->second.stat_ino;
   }
   by_inode_.emplace(ino, std::move(e));
   by_node_.emplace(node, ino);
@@ -69,6 +70,11 @@ void InodeTable::Rebind(const Node& from, const Node& to) {
     by_inode_[r].node = to;
     retired_.emplace(to, r);
   }
+  moved_.erase(to);
+  if (auto m = moved_.find(from); m != moved_.end()) {
+    moved_.emplace(to, m->second);
+    moved_.erase(m);
+  }
   auto it = by_node_.find(from);
   if (it == by_node_.end()) {
     by_node_.erase(to);
@@ -86,6 +92,7 @@ void InodeTable::Unbind(const Node& node, uint64_t ino) {
   MutexLock lock(&mu_);
   auto it = by_node_.find(node);
   if (it != by_node_.end() && it->second == ino) by_node_.erase(it);
+  moved_.erase(node);  // a file created under the name is another file
   auto e = by_inode_.find(ino);
   if (e != by_inode_.end()) EraseRetired(ino, e->second);
 }
@@ -97,8 +104,23 @@ bool InodeTable::Retire(const Node& node, uint64_t ino) {
   by_node_.erase(it);
   by_inode_[ino].retired = true;
   retired_.emplace(node, ino);
+  NoteMoved(node, ino);
   ever_retired_.store(true, std::memory_order_release);
   return true;
+}
+
+void InodeTable::NoteMoved(const Node& node, uint64_t ino) {
+  const uint64_t stat_ino = by_inode_[ino].stat_ino;
+  const auto now = std::chrono::steady_clock::now();
+  moved_[node] = Moved{stat_ino != 0 ? stat_ino : ino, now};
+  if (moved_.size() < prune_at_) return;
+  // Cells with no inode left, moved more than a minute ago (their new
+  // inode was looked up long since).
+  std::erase_if(moved_, [&](const auto& m) {
+    return now - m.second.at > std::chrono::minutes(1) &&
+           !by_node_.contains(m.first) && !retired_.contains(m.first);
+  });
+  prune_at_ = std::max<size_t>(4096, 2 * moved_.size());
 }
 
 bool InodeTable::Restore(const Node& node, uint64_t ino) {
@@ -116,6 +138,7 @@ bool InodeTable::Restore(const Node& node, uint64_t ino) {
   } else {
     by_node_.emplace(node, ino);
   }
+  NoteMoved(node, ino);
   return true;
 }
 

@@ -24,6 +24,7 @@
 #define TABLETFS_FS_INODE_TABLE_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -118,6 +119,9 @@ class InodeTable {
 
   // Takes `ino` (whose entry is `e`) off retired_.
   void EraseRetired(uint64_t ino, Entry& e) REQUIRES(mu_);
+  // `ino` of `node` moved (Retire, Restore): remembers the number stat
+  // shows for the cell.
+  void NoteMoved(const Node& node, uint64_t ino) REQUIRES(mu_);
 
   Mutex mu_;
   // Set at the first Retire: until then StatIno, RetiredAlike and Retired
@@ -128,6 +132,17 @@ class InodeTable {
   std::unordered_map<Node, uint64_t, NodeHash> by_node_ GUARDED_BY(mu_);
   // Retired inodes (Retire) by the cell they follow.
   std::unordered_multimap<Node, uint64_t, NodeHash> retired_ GUARDED_BY(mu_);
+  // The number stat shows for each cell whose inode moved: a new inode of
+  // the cell shows it too, also when the kernel forgot the moved one
+  // before the new one was looked up (an open that moves retires an
+  // inode no one else holds, and its FORGET can come first). Entries of
+  // cells with no inode left are pruned as the map grows.
+  struct Moved {
+    uint64_t stat_ino;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::unordered_map<Node, Moved, NodeHash> moved_ GUARDED_BY(mu_);
+  size_t prune_at_ GUARDED_BY(mu_) = 4096;
 };
 
 }  // namespace tabletfs::fs

@@ -156,6 +156,17 @@ TEST(InodeTableTest, ARetiredInodeIsBoundAgainByRestore) {
   t.Forget(r, 1);
   EXPECT_FALSE(t.Restore(Cell("a"), r));
   EXPECT_EQ(t.Find(Cell("a")), w);
+  // A moved inode forgotten before the new one is looked up: the new one
+  // still shows the cell's number.
+  ASSERT_TRUE(t.Retire(Cell("a"), w));
+  t.Forget(w, 2);
+  EXPECT_FALSE(t.Get(w).has_value());
+  uint64_t n = t.Lookup(Cell("a"));
+  EXPECT_EQ(t.StatIno(n), w);
+  // Removed: a file created under the name is another file.
+  t.Unbind(Cell("a"), n);
+  uint64_t m = t.Lookup(Cell("a"));
+  EXPECT_EQ(t.StatIno(m), m);
 }
 
 TEST(InodeTableTest, KeepCacheOnlyWhileTheVersionIsUnchanged) {

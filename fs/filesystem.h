@@ -36,6 +36,7 @@
 #include "fs/file_handle.h"
 #include "fs/inode_table.h"
 #include "fs/invalidator.h"
+#include "fs/lock_table.h"
 #include "fs/mtimes.h"
 #include "fs/names.h"
 #include "fs/open_cells.h"
@@ -138,6 +139,7 @@ class Filesystem {
   InodeTable& inodes() { return inodes_; }
   EphemeralDirs& ephemeral() { return ephemeral_; }
   OpenCells& open_cells() { return open_cells_; }
+  LockTable& locks() { return locks_; }
   Mtimes& mtimes() { return mtimes_; }
   // The FUSE requests served so far, by kind (fs/fuse_ops.cc counts them).
   RequestCounts& requests() { return requests_; }
@@ -271,6 +273,7 @@ class Filesystem {
   InodeTable inodes_;
   EphemeralDirs ephemeral_;
   OpenCells open_cells_{db_, options_.max_value_bytes};
+  LockTable locks_;
   Mtimes mtimes_{db_};
   RequestCounts requests_;
   std::unique_ptr<Invalidator> invalidator_;

@@ -19,12 +19,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <sys/file.h>
 #include <sys/statvfs.h>
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fs/area.h"
@@ -32,6 +35,7 @@
 #include "fs/errors.h"
 #include "fs/file_handle.h"
 #include "fs/filesystem.h"
+#include "fs/lock_table.h"
 #include "fs/names.h"
 #include "fs/path_map.h"
 #include "fs/request_counts.h"
@@ -347,8 +351,13 @@ void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size,
 
 void Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   Count(req, FuseOp::kFlush);
-  (void)ino;
   Filesystem& fs = Fs(req);
+  if (fs.locks().used()) {
+    // close() drops the fcntl locks of the closing process (its owner).
+    if (std::optional<Node> n = fs.inodes().Get(ino)) {
+      fs.locks().ReleaseOwner(*n, LockTable::Kind::kPosix, fi->lock_owner);
+    }
+  }
   std::shared_ptr<FileHandle> h = fs.FileOf(fi->fh);
   FsError e;
   if (h) e = fs.write_path().CommitIfDue(*h, /*at_close=*/true);
@@ -358,14 +367,129 @@ void Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   Count(req, FuseOp::kRelease);
-  (void)ino;
   Filesystem& fs = Fs(req);
+  if (fs.locks().used()) {
+    if (std::optional<Node> n = fs.inodes().Get(ino)) {
+      // Readers send no FLUSH (FOPEN_NOFLUSH): their fcntl locks go with
+      // the open file; flock locks go with it always.
+      fs.locks().ReleaseHandle(*n, fi->fh);
+      if (fi->flock_release) {
+        fs.locks().ReleaseOwner(*n, LockTable::Kind::kFlock, fi->lock_owner);
+      }
+    }
+  }
   std::shared_ptr<FileHandle> h = fs.FileOf(fi->fh);
   if (h) {
     fs.write_path().Release(*h);
     fs.DropFile(h.get());
   }
   ReplyOk(req);
+}
+
+// ---- Locks (fs/lock_table.h) ----
+// Kept by node: a cell's readers and writers, on inodes of their own,
+// lock one file.
+
+LockTable::Lock LockOf(const struct flock& l, const fuse_file_info& fi) {
+  LockTable::Lock k;
+  k.write = l.l_type == F_WRLCK;
+  k.first = static_cast<uint64_t>(l.l_start);
+  k.last = l.l_len <= 0 ? LockTable::kToEnd
+                        : static_cast<uint64_t>(l.l_start + l.l_len - 1);
+  k.owner = fi.lock_owner;
+  k.pid = l.l_pid;
+  k.handle = fi.fh;
+  return k;
+}
+
+void GetLk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi,
+           struct flock* lock) {
+  Count(req, FuseOp::kGetlk);
+  Filesystem& fs = Fs(req);
+  std::optional<Node> n = fs.inodes().Get(ino);
+  if (!n) return (void)fuse_reply_err(req, ENOENT);
+  struct flock out = *lock;
+  std::optional<LockTable::Lock> c =
+      fs.locks().Test(*n, LockTable::Kind::kPosix, LockOf(*lock, *fi));
+  if (!c) {
+    out.l_type = F_UNLCK;
+  } else {
+    out.l_type = c->write ? F_WRLCK : F_RDLCK;
+    out.l_start = static_cast<off_t>(c->first);
+    out.l_len = c->last == LockTable::kToEnd
+                    ? 0
+                    : static_cast<off_t>(c->last - c->first + 1);
+    out.l_pid = c->pid;
+  }
+  fuse_reply_lock(req, &out);
+}
+
+// A waiting lock's request: its caller may be interrupted (a signal: the
+// kernel sends INTERRUPT, and waits for the reply).
+struct LockWait {
+  LockTable* locks;
+  std::atomic<uint64_t> waiter{0};
+  std::atomic<bool> interrupted{false};
+};
+
+void LockInterrupted(fuse_req_t, void* data) {
+  // Called with the request's lock held (libfuse), which the reply takes:
+  // the cancel (and its EINTR reply) runs on a thread of its own.
+  auto* w = static_cast<LockWait*>(data);
+  w->interrupted = true;
+  if (uint64_t id = w->waiter.load()) {
+    LockTable* locks = w->locks;
+    std::thread([locks, id] { locks->Cancel(id); }).detach();
+  }
+}
+
+void SetLock(fuse_req_t req, const Node& n, LockTable::Kind kind,
+             const LockTable::Lock& k, bool unlock, bool wait) {
+  LockTable& locks = Fs(req).locks();
+  if (!wait || unlock) {
+    int rc = locks.Set(n, kind, k, unlock, false, nullptr, nullptr);
+    fuse_reply_err(req, rc);
+    return;
+  }
+  // Alive while this function runs and until the reply: a grant on
+  // another thread may reply before Set returns here.
+  auto w = std::make_shared<LockWait>();
+  w->locks = &locks;
+  fuse_req_interrupt_func(req, LockInterrupted, w.get());
+  auto reply = [req, w](int err) {
+    // No interrupt callback runs once this returns.
+    fuse_req_interrupt_func(req, nullptr, nullptr);
+    fuse_reply_err(req, err);
+  };
+  if (w->interrupted) return reply(EINTR);
+  uint64_t waiter = 0;
+  int rc = locks.Set(n, kind, k, false, true, reply, &waiter);
+  if (rc >= 0) return reply(rc);
+  w->waiter = waiter;
+  // Interrupted before the waiter was known to the callback.
+  if (w->interrupted) locks.Cancel(waiter);
+}
+
+void SetLk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi,
+           struct flock* lock, int sleep) {
+  Count(req, FuseOp::kSetlk);
+  std::optional<Node> n = Fs(req).inodes().Get(ino);
+  if (!n) return (void)fuse_reply_err(req, ENOENT);
+  SetLock(req, *n, LockTable::Kind::kPosix, LockOf(*lock, *fi),
+          lock->l_type == F_UNLCK, sleep != 0);
+}
+
+void Flock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op) {
+  Count(req, FuseOp::kSetlk);
+  std::optional<Node> n = Fs(req).inodes().Get(ino);
+  if (!n) return (void)fuse_reply_err(req, ENOENT);
+  LockTable::Lock k;
+  k.write = (op & LOCK_EX) != 0;
+  k.owner = fi->lock_owner;
+  k.pid = fuse_req_ctx(req)->pid;
+  k.handle = fi->fh;
+  SetLock(req, *n, LockTable::Kind::kFlock, k, (op & LOCK_UN) != 0,
+          (op & LOCK_NB) == 0);
 }
 
 void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
@@ -601,6 +725,9 @@ const fuse_lowlevel_ops kOps = [] {
   };
   ops.create = Create;
   ops.fallocate = Fallocate;
+  ops.getlk = GetLk;
+  ops.setlk = SetLk;
+  ops.flock = Flock;
   return ops;
 }();
 

@@ -14,7 +14,7 @@ constexpr std::string_view kNames[] = {
     "READ",        "WRITE",     "STATFS",     "RELEASE",      "FSYNC",
     "SETXATTR",    "GETXATTR",  "LISTXATTR",  "REMOVEXATTR",  "FLUSH",
     "OPENDIR",     "READDIR",   "RELEASEDIR", "FSYNCDIR",     "CREATE",
-    "READDIRPLUS", "FALLOCATE",
+    "READDIRPLUS", "FALLOCATE", "GETLK",      "SETLK",
 };
 static_assert(std::size(kNames) == static_cast<size_t>(FuseOp::kCount),
               "one name per FuseOp");

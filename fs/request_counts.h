@@ -57,7 +57,9 @@ enum class FuseOp : uint8_t {
   kCreate,
   kReaddirplus,
   kFallocate,
-  kCount  // not an opcode: the number of them
+  kGetlk,
+  kSetlk,  // SETLK and SETLKW, fcntl and flock locks
+  kCount   // not an opcode: the number of them
 };
 
 // "LOOKUP", "GETATTR", ... REQUIRES: op != kCount.

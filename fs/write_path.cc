@@ -160,6 +160,20 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
                                    n.DebugPath() +
                                    " is open for reading: a writer moves");
   }
+  if (!write && !retry && cell->HasWriters()) {
+    // (A cell created by a writer and not committed yet has no version a
+    // reader's inode of its own could show: such a reader stays. The
+    // version's size is enough to know: its bytes are read after.)
+    VersionStat committed;
+    FsError e = fs_->StatVersion(n, &committed);
+    if (e.ok() && committed.exists &&
+        MoveToOwnInode(n, ino, *cell, false, pid)) {
+      fs_->open_cells().Put(cell);
+      return FsError::Of(ESTALE, "inode " + std::to_string(ino) + " of " +
+                                     n.DebugPath() +
+                                     " is open for writing: a reader moves");
+    }
+  }
   // The store is read with the cell's lock held: a writer that commits
   // and closes meanwhile is either still a writer here or committed.
   CommittedVersion v;
@@ -176,14 +190,6 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
     return e;
   }
   if (!write) {
-    // (A cell created by a writer and not committed yet has no version a
-    // reader's inode of its own could show: such a reader stays.)
-    if (!retry && v.exists && MoveToOwnInode(n, ino, *cell, false, pid)) {
-      fs_->open_cells().Put(cell);
-      return FsError::Of(ESTALE, "inode " + std::to_string(ino) + " of " +
-                                     n.DebugPath() +
-                                     " is open for writing: a reader moves");
-    }
     // A reader sees committed versions only. While writers hold bytes not
     // committed, or write through the page cache, read around the cache
     // (direct I/O); else let the kernel cache what it read.

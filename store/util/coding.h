@@ -6,6 +6,7 @@
 #ifndef TABLETFS_STORE_UTIL_CODING_H_
 #define TABLETFS_STORE_UTIL_CODING_H_
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -42,22 +43,38 @@ inline void PutFixed64(std::string *dst, uint64_t v) {
   dst->append(buf, 8);
 }
 
-// Big-endian: memcmp order equals numeric order.
+// Big-endian: memcmp order equals numeric order. One load and one byte
+// swap (GCC turned the byte-by-byte loops into 4 and 8 loads and shifts;
+// every key of every read decodes 3 of them).
+inline uint32_t ToBigEndian(uint32_t v) {
+  if constexpr (std::endian::native == std::endian::little) {
+    return __builtin_bswap32(v);
+  }
+  return v;
+}
+inline uint64_t ToBigEndian(uint64_t v) {
+  if constexpr (std::endian::native == std::endian::little) {
+    return __builtin_bswap64(v);
+  }
+  return v;
+}
 inline void EncodeBigEndian32(char *dst, uint32_t v) {
-  for (int i = 0; i < 4; ++i) dst[i] = static_cast<char>(v >> (24 - 8 * i));
+  v = ToBigEndian(v);
+  std::memcpy(dst, &v, 4);
 }
 inline void EncodeBigEndian64(char *dst, uint64_t v) {
-  for (int i = 0; i < 8; ++i) dst[i] = static_cast<char>(v >> (56 - 8 * i));
+  v = ToBigEndian(v);
+  std::memcpy(dst, &v, 8);
 }
 inline uint32_t DecodeBigEndian32(const char *p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return ToBigEndian(v);
 }
 inline uint64_t DecodeBigEndian64(const char *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return ToBigEndian(v);
 }
 inline void PutBigEndian32(std::string *dst, uint32_t v) {
   char buf[4];

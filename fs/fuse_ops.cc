@@ -108,11 +108,12 @@ void ReplyAttr(fuse_req_t req, const Node& n, fuse_ino_t ino,
 // Registers the handle of an open or create and tells the kernel how to do
 // its I/O. A read-only handle has nothing to commit at close: the kernel
 // sends it no FLUSH (FOPEN_NOFLUSH, Linux 5.16+), one round trip less for
-// every `cat`.
+// every `cat`, until a lock was taken on the mount: a close drops the
+// closing process's fcntl locks, which the daemon learns from FLUSH.
 void SetOpened(Filesystem& fs, Opened& o, fuse_file_info* fi) {
   if (o.direct_io) fi->direct_io = 1;
   if (o.keep_cache) fi->keep_cache = 1;
-  if (!o.handle->writable()) fi->noflush = 1;
+  if (!o.handle->writable() && !fs.locks().used()) fi->noflush = 1;
   fs.AddFile(std::move(o.handle), &fi->fh);
 }
 
@@ -370,8 +371,9 @@ void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   Filesystem& fs = Fs(req);
   if (fs.locks().used()) {
     if (std::optional<Node> n = fs.inodes().Get(ino)) {
-      // Readers send no FLUSH (FOPEN_NOFLUSH): their fcntl locks go with
-      // the open file; flock locks go with it always.
+      // Readers opened before any lock was taken send no FLUSH
+      // (FOPEN_NOFLUSH): their fcntl locks go with the open file; flock
+      // locks go with it always.
       fs.locks().ReleaseHandle(*n, fi->fh);
       if (fi->flock_release) {
         fs.locks().ReleaseOwner(*n, LockTable::Kind::kFlock, fi->lock_owner);
@@ -437,10 +439,7 @@ void LockInterrupted(fuse_req_t, void* data) {
   // the cancel (and its EINTR reply) runs on a thread of its own.
   auto* w = static_cast<LockWait*>(data);
   w->interrupted = true;
-  if (uint64_t id = w->waiter.load()) {
-    LockTable* locks = w->locks;
-    std::thread([locks, id] { locks->Cancel(id); }).detach();
-  }
+  if (uint64_t id = w->waiter.load()) w->locks->CancelOnThread(id);
 }
 
 void SetLock(fuse_req_t req, const Node& n, LockTable::Kind kind,

@@ -16,7 +16,8 @@
 //   4. EphemeralDirs::mu_   (directories made by mkdir)
 //   5. InodeTable::mu_      (this table)
 //   6. Invalidator::mu_     (the notice queue)
-//   LockTable::mu_ (fcntl and flock locks) is taken under none of them.
+//   LockTable::mu_ (fcntl and flock locks) is a leaf: taken under any of
+//   them, it takes nothing.
 // Store calls are never made while 2 to 6 is held; every lock is released
 // before a reply is sent to the kernel.
 //

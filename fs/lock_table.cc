@@ -3,6 +3,9 @@
 #include <errno.h>
 
 #include <algorithm>
+#include <chrono>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 namespace tabletfs::fs {
@@ -70,22 +73,59 @@ int LockTable::Set(const Node& node, Kind kind, const Lock& want, bool unlock,
     used_.store(true, std::memory_order_release);
     NodeLocks& n = nodes_[node];
     std::vector<Lock>& held = Of(n, kind);
+    // flock converts by dropping the old lock first (flock(2)).
+    if (kind == Kind::kFlock && !unlock) Apply(held, want, /*unlock=*/true);
     if (!unlock && Conflict(held, want) != nullptr) {
       if (wait) {
         const uint64_t id = next_waiter_++;
         n.waiters.push_back(Waiter{id, kind, want, std::move(reply)});
         waiting_.emplace(id, node);
         *waiter = id;
-        return -1;
+        rc = -1;
+      } else {
+        rc = EAGAIN;
       }
-      rc = EAGAIN;
     } else {
       Apply(held, want, unlock);
     }
+    // Also after a refusal or a queued wait: a flock conversion dropped
+    // the old lock, which may let others in.
     Wake(node, &replies);
   }
   Send(replies);
   return rc;
+}
+
+void LockTable::Rebind(const Node& from, const Node& to) {
+  MutexLock lock(&mu_);
+  auto it = nodes_.find(from);
+  if (it == nodes_.end()) return;
+  NodeLocks moved = std::move(it->second);
+  nodes_.erase(it);
+  for (const Waiter& w : moved.waiters) waiting_[w.id] = to;
+  NodeLocks& dest = nodes_[to];
+  dest.posix.insert(dest.posix.end(), moved.posix.begin(), moved.posix.end());
+  dest.flock.insert(dest.flock.end(), moved.flock.begin(), moved.flock.end());
+  dest.waiters.splice(dest.waiters.end(), moved.waiters);
+}
+
+void LockTable::CancelOnThread(uint64_t waiter) {
+  cancels_running_++;
+  try {
+    std::thread([this, waiter] {
+      Cancel(waiter);
+      cancels_running_--;
+    }).detach();
+  } catch (const std::system_error&) {
+    // No thread: the wait ends when the lock is granted instead.
+    cancels_running_--;
+  }
+}
+
+LockTable::~LockTable() {
+  while (cancels_running_.load() > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void LockTable::Cancel(uint64_t waiter) {
@@ -147,16 +187,22 @@ void LockTable::Wake(const Node& node, Replies* replies) {
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return;
   NodeLocks& n = it->second;
-  for (auto w = n.waiters.begin(); w != n.waiters.end();) {
-    std::vector<Lock>& held = Of(n, w->kind);
-    if (Conflict(held, w->want) != nullptr) {
-      ++w;
-      continue;
+  // Until a pass grants nothing: a grant can free what an earlier waiter
+  // needs (a waiter that converts its own lock).
+  for (bool granted = true; granted;) {
+    granted = false;
+    for (auto w = n.waiters.begin(); w != n.waiters.end();) {
+      std::vector<Lock>& held = Of(n, w->kind);
+      if (Conflict(held, w->want) != nullptr) {
+        ++w;
+        continue;
+      }
+      Apply(held, w->want, false);
+      replies->emplace_back(std::move(w->reply), 0);
+      waiting_.erase(w->id);
+      w = n.waiters.erase(w);
+      granted = true;
     }
-    Apply(held, w->want, false);
-    replies->emplace_back(std::move(w->reply), 0);
-    waiting_.erase(w->id);
-    w = n.waiters.erase(w);
   }
   if (n.posix.empty() && n.flock.empty() && n.waiters.empty()) {
     nodes_.erase(it);

@@ -8,10 +8,14 @@
 // A lock that must wait (F_SETLKW, flock without LOCK_NB) takes no thread:
 // it is queued with its reply, and granted in order when the locks in its
 // way go (an unlock, a close). Cancel takes it back (the caller got a
-// signal: EINTR). No deadlock detection (EDEADLK is never returned).
+// signal: EINTR). No deadlock detection (EDEADLK is never returned). As
+// on Linux, a flock conversion (shared to exclusive or back) drops the
+// old lock first, so two holders upgrading at once do not wait for each
+// other.
 //
-// Thread safety: all methods may be called concurrently. Replies run after
-// the table's lock is released (the lock order of fs/inode_table.h: a leaf).
+// Thread safety: all methods may be called concurrently. Its lock is a leaf
+// (fs/inode_table.h): nothing else is taken under it, and replies run
+// after it is released.
 #ifndef TABLETFS_FS_LOCK_TABLE_H_
 #define TABLETFS_FS_LOCK_TABLE_H_
 
@@ -63,8 +67,17 @@ class LockTable {
   void ReleaseOwner(const Node& node, Kind kind, uint64_t owner,
                     uint64_t handle = 0);
   // Removes every POSIX lock taken through the open file `handle` (its
-  // RELEASE: a reader's close sends no FLUSH, FOPEN_NOFLUSH).
+  // RELEASE: a reader opened before any lock was taken sends no FLUSH,
+  // FOPEN_NOFLUSH).
   void ReleaseHandle(const Node& node, uint64_t handle);
+  // A rename moved `from` to `to`: its locks and waiters go along (those
+  // of a replaced `to` stay with them).
+  void Rebind(const Node& from, const Node& to);
+
+  // A cancel runs on a thread of its own (fs/fuse_ops.cc); the table
+  // outlives them all.
+  void CancelOnThread(uint64_t waiter);
+  ~LockTable();
 
   // Whether a lock was ever set: until then a close has none to release.
   bool used() const { return used_.load(std::memory_order_acquire); }
@@ -97,6 +110,7 @@ class LockTable {
   static void Send(Replies& replies);
 
   std::atomic<bool> used_{false};
+  std::atomic<int> cancels_running_{0};
   Mutex mu_;
   std::unordered_map<Node, NodeLocks, NodeHash> nodes_ GUARDED_BY(mu_);
   uint64_t next_waiter_ GUARDED_BY(mu_) = 1;

@@ -363,6 +363,7 @@ FsError TablesArea::Rename(const Node& from, const Node& to, bool noreplace) {
       wp.OrphanWriters(locked, to, /*with_versions=*/false);
       wp.MoveWriters(locked, from, to);
       inodes_.Rebind(from, to);
+      fs_->locks().Rebind(from, to);
       ephemeral_.AddFamily(from.table, from.row, from.family);
       std::optional<uint64_t> moved = inodes_.Find(to);
       if (moved.has_value()) fs_->InvalidateInode(*moved);

@@ -38,9 +38,14 @@ OpenCell::Access AccessOf(FileHandle::Mode m) {
 // a loaded machine; a dup still open keeps it away for good.
 constexpr std::chrono::milliseconds kReleaseWait{50};
 
-// How long the retry of an open moved to another inode is awaited
-// (WritePath::SetDue): the kernel retries at once.
+// How long after a writer's open moved readers of the cell read around the
+// page cache (WritePath::WriterDue): the kernel retries at once.
 constexpr std::chrono::seconds kRetryDue{1};
+// How long a moved open's retry is recognized (WritePath::TakeDue): any
+// time it comes (a LOOKUP that reads the store, a busy daemon), so that it
+// is never moved twice; a retry that never came (its caller was killed)
+// is dropped after this.
+constexpr std::chrono::seconds kDueKept{60};
 
 // Whether a writer opened with `flags` may use the page cache (see
 // SetCellIo): read-write, not O_APPEND (the kernel would place appended
@@ -240,8 +245,11 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
 
 bool WritePath::MoveToOwnInode(const Node& n, uint64_t ino, OpenCell& cell,
                                bool write, pid_t pid) {
-  // A writer joins the writers; a reader beside no writer stays.
+  // A writer joins the writers; a reader beside no writer stays. A caller
+  // outside the daemon's pid namespace (pid 0) stays too: its retry could
+  // not be told from another open.
   if (write ? cell.HasWriters() : !cell.HasWriters()) return false;
+  if (pid == 0) return false;
   InodeTable& inodes = fs_->inodes();
   // The cell's other inodes, by what is open on them (the writers of a
   // cell are on one inode: they share its pending value).
@@ -295,10 +303,11 @@ void WritePath::SetDue(const Node& n, pid_t pid, bool write) {
   const auto now = std::chrono::steady_clock::now();
   // Retries that never came (the caller was killed) go here.
   for (auto it = due_.begin(); it != due_.end();) {
-    std::erase_if(it->second, [&](const Due& d) { return d.until <= now; });
+    std::erase_if(it->second,
+                  [&](const Due& d) { return now - d.at > kDueKept; });
     it = it->second.empty() ? due_.erase(it) : std::next(it);
   }
-  due_[n].push_back(Due{pid, write, now + kRetryDue});
+  due_[n].push_back(Due{pid, write, now});
 }
 
 bool WritePath::TakeDue(const Node& n, pid_t pid, bool write) {
@@ -307,14 +316,11 @@ bool WritePath::TakeDue(const Node& n, pid_t pid, bool write) {
   auto it = due_.find(n);
   if (it == due_.end()) return false;
   std::vector<Due>& dues = it->second;
-  const auto now = std::chrono::steady_clock::now();
   for (auto d = dues.begin(); d != dues.end(); ++d) {
-    // pid 0 (unknown): any retry of the kind.
-    if (d->write == write && (d->pid == pid || d->pid == 0 || pid == 0)) {
-      const bool due = now < d->until;
+    if (d->write == write && d->pid == pid) {
       dues.erase(d);
       if (dues.empty()) due_.erase(it);
-      return due;
+      return true;
     }
   }
   return false;
@@ -327,7 +333,7 @@ bool WritePath::WriterDue(const Node& n) {
   if (it == due_.end()) return false;
   const auto now = std::chrono::steady_clock::now();
   for (const Due& d : it->second) {
-    if (d.write && now < d.until) return true;
+    if (d.write && now - d.at < kRetryDue) return true;
   }
   return false;
 }

@@ -143,11 +143,11 @@ class WritePath {
   // on their own inode.
   bool WritersElsewhere(const Node& n, uint64_t ino);
   // Opens moved to another inode of the cell are due to come again from
-  // the same thread, at once (the kernel's LOOKUP_REVAL retry), for at
-  // most kRetryDue: TakeDue says whether this open is that retry (it is
-  // never moved again: its ESTALE would reach the caller). While a
-  // writer is due, readers of the cell read around the page cache
-  // (WriterDue), so the retry finds no page-cache reader where it lands.
+  // the same thread (the kernel's LOOKUP_REVAL retry): TakeDue says
+  // whether this open is that retry (it is never moved again: its ESTALE
+  // would reach the caller). For kRetryDue after a writer moved, readers
+  // of the cell read around the page cache (WriterDue), so the retry
+  // finds no page-cache reader where it lands.
   void SetDue(const Node& n, pid_t pid, bool write);
   bool TakeDue(const Node& n, pid_t pid, bool write);
   bool WriterDue(const Node& n);
@@ -156,7 +156,7 @@ class WritePath {
   struct Due {
     pid_t pid;
     bool write;
-    std::chrono::steady_clock::time_point until;
+    std::chrono::steady_clock::time_point at;  // when the open moved
   };
   Mutex due_mu_;  // a leaf: taken under a cell's mu(), takes nothing
   std::unordered_map<Node, std::vector<Due>, NodeHash> due_ GUARDED_BY(due_mu_);

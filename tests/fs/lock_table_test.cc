@@ -132,5 +132,72 @@ TEST(LockTableTest, AReleasedHandleTakesItsLocksAlong) {
   EXPECT_EQ(t.LocksOn(a, Kind::kPosix), 0u);
 }
 
+// Two holders of a shared flock lock both ask for it exclusive: as on
+// Linux, a conversion drops the old lock first, so one of them gets it
+// (they waited for each other forever).
+TEST(LockTableTest, TwoSharedHoldersUpgradingDoNotWaitForEachOther) {
+  LockTable t;
+  const Node a = Cell("a");
+  const auto all = LockTable::kToEnd;
+  ASSERT_EQ(SetNow(t, a, Kind::kFlock, Range(1, false, 0, all)), 0);
+  ASSERT_EQ(SetNow(t, a, Kind::kFlock, Range(2, false, 0, all)), 0);
+  std::vector<int> got;
+  uint64_t w1 = 0;
+  EXPECT_EQ(t.Set(
+                a, Kind::kFlock, Range(1, true, 0, all), false, true,
+                [&](int e) { got.push_back(1000 + e); }, &w1),
+            -1);  // 2 still holds it shared
+  uint64_t w2 = 0;
+  // 1's conversion dropped its shared lock while it waits: 2's gets in at
+  // once, and 1 gets it after 2.
+  EXPECT_EQ(t.Set(
+                a, Kind::kFlock, Range(2, true, 0, all), false, true,
+                [&](int e) { got.push_back(2000 + e); }, &w2),
+            0);
+  EXPECT_TRUE(got.empty());
+  t.ReleaseOwner(a, Kind::kFlock, 2);
+  EXPECT_EQ(got, std::vector<int>{1000});
+  t.ReleaseOwner(a, Kind::kFlock, 1);
+  // A conversion that cannot wait loses the old lock, as flock(2) says.
+  ASSERT_EQ(SetNow(t, a, Kind::kFlock, Range(2, false, 0, all)), 0);
+  ASSERT_EQ(SetNow(t, a, Kind::kFlock, Range(3, false, 0, all)), 0);
+  EXPECT_EQ(SetNow(t, a, Kind::kFlock, Range(2, true, 0, all)), EAGAIN);
+  EXPECT_EQ(t.LocksOn(a, Kind::kFlock), 1u);  // 3's
+}
+
+// A grant that frees what an earlier waiter needs wakes it too: A holds
+// 0-99 for writing, C 200-299; B waits to read 0-9, A to read 0-299 (a
+// downgrade); C's unlock lets A's downgrade in, which lets B in.
+TEST(LockTableTest, AGrantThatFreesAnEarlierWaiterWakesIt) {
+  LockTable t;
+  const Node a = Cell("a");
+  ASSERT_EQ(SetNow(t, a, Kind::kPosix, Range(1, true, 0, 99)), 0);
+  ASSERT_EQ(SetNow(t, a, Kind::kPosix, Range(3, true, 200, 299)), 0);
+  std::vector<int> got;
+  uint64_t w = 0;
+  ASSERT_EQ(t.Set(
+                a, Kind::kPosix, Range(2, false, 0, 9), false, true,
+                [&](int e) { got.push_back(2000 + e); }, &w),
+            -1);
+  ASSERT_EQ(t.Set(
+                a, Kind::kPosix, Range(1, false, 0, 299), false, true,
+                [&](int e) { got.push_back(1000 + e); }, &w),
+            -1);
+  t.ReleaseOwner(a, Kind::kPosix, 3);
+  EXPECT_EQ(got, (std::vector<int>{1000, 2000}));
+}
+
+// A rename takes the locks along: the new name is locked, the old one is
+// free for a new file.
+TEST(LockTableTest, LocksFollowARename) {
+  LockTable t;
+  ASSERT_EQ(SetNow(t, Cell("a"), Kind::kPosix, Range(1, true, 0, 9)), 0);
+  t.Rebind(Cell("a"), Cell("b"));
+  EXPECT_EQ(SetNow(t, Cell("a"), Kind::kPosix, Range(2, true, 0, 9)), 0);
+  EXPECT_EQ(SetNow(t, Cell("b"), Kind::kPosix, Range(2, true, 0, 9)), EAGAIN);
+  t.ReleaseOwner(Cell("b"), Kind::kPosix, 1);
+  EXPECT_EQ(SetNow(t, Cell("b"), Kind::kPosix, Range(2, true, 0, 9)), 0);
+}
+
 }  // namespace
 }  // namespace tabletfs::fs

@@ -252,12 +252,19 @@ FsError OpenCell::Read(uint64_t id, off_t offset, size_t size,
     TABLETFS_FS_RETURN_IF_ERROR(RefreshCommitted());
     value = committed_.get();
   } else if (d->access == Access::kRead) {
+    // One read() comes as READs of consecutive ranges (in order: the
+    // kernel sends a synchronous direct read's requests one by one): they
+    // read the version the first one read. Any other READ reads the
+    // newest (sqlite's pread of page 1's change counter at offset 24 read
+    // the version pinned by its previous read, and missed a commit).
     if (!d->pinned || offset <= 0 ||
+        static_cast<uint64_t>(offset) != d->read_end ||
         static_cast<uint64_t>(offset) >= d->pinned->size()) {
       TABLETFS_FS_RETURN_IF_ERROR(RefreshCommitted());
       d->pinned = committed_;
     }
     value = d->pinned.get();
+    d->read_end = static_cast<uint64_t>(offset) + size;
   } else if (!loaded_) {
     TABLETFS_FS_RETURN_IF_ERROR(LoadFromStore());
   }

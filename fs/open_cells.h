@@ -274,8 +274,10 @@ class OpenCell {
     bool opened_fresh = false;
     // Closed while only its empty value was due (see Flushed()).
     bool empty_awaits_release = false;
-    // A reader without the page cache: the version it reads.
+    // A reader without the page cache: the version it reads, and where
+    // its last READ ended (OpenCell::Read).
     std::shared_ptr<const std::string> pinned;
+    uint64_t read_end = 0;
   };
 
   Descriptor* Find(uint64_t id) REQUIRES(mu_);

@@ -38,6 +38,10 @@ OpenCell::Access AccessOf(FileHandle::Mode m) {
 // a loaded machine; a dup still open keeps it away for good.
 constexpr std::chrono::milliseconds kReleaseWait{50};
 
+// How recent a cell's last commit is when its readers read around the page
+// cache (OpenCellFile).
+constexpr int64_t kRecentCommitMicros = 1000000;
+
 // How long after a writer's open moved readers of the cell read around the
 // page cache (WritePath::WriterDue): the kernel retries at once.
 constexpr std::chrono::seconds kRetryDue{1};
@@ -201,8 +205,16 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
     // (Writers that committed everything and only wait for their
     // RELEASE, which the kernel sends after the close returned, hold
     // nothing a reader could see.)
+    // Also around the cache: a cell committed in the last kRecentCommit
+    // (or stamped in the future). A commit landing during a page-cache
+    // reader's read() can mix two versions in it (README "Where this
+    // differs", item 1), and a cell just written is the one likely to be
+    // written again: `echo x > f; cat f` loops, a writer between two
+    // sessions. A cell at rest is read through the page cache.
+    const bool recent =
+        v.exists && NowMicros() - v.timestamp < kRecentCommitMicros;
     const bool direct = cell->HasPending() || cell->HasPageCacheWriters() ||
-                        WriterDue(n) || WritersElsewhere(n, ino);
+                        WriterDue(n) || WritersElsewhere(n, ino) || recent;
     if (direct) {
       out->direct_io = true;
     } else {

@@ -115,11 +115,14 @@ void InodeTable::NoteMoved(const Node& node, uint64_t ino) {
   moved_[node] = Moved{stat_ino != 0 ? stat_ino : ino, now};
   if (moved_.size() < prune_at_) return;
   // Cells with no inode left, moved more than a minute ago (their new
-  // inode was looked up long since).
-  std::erase_if(moved_, [&](const auto& m) {
-    return now - m.second.at > std::chrono::minutes(1) &&
-           !by_node_.contains(m.first) && !retired_.contains(m.first);
-  });
+  // inode was looked up long since). A loop, not erase_if: the lock
+  // analysis cannot see mu_ held inside a lambda.
+  for (auto m = moved_.begin(); m != moved_.end();) {
+    const bool gone = now - m->second.at > std::chrono::minutes(1) &&
+                      !by_node_.contains(m->first) &&
+                      !retired_.contains(m->first);
+    m = gone ? moved_.erase(m) : std::next(m);
+  }
   prune_at_ = std::max<size_t>(4096, 2 * moved_.size());
 }
 

@@ -168,6 +168,7 @@ void Filesystem::Forget(uint64_t ino, uint64_t count) {
   // Forgets are frequent and vanished inodes rare: look the inode up only
   // for those.
   if (Vanished(ino) && !inodes_.Get(ino).has_value()) ForgetVanished(ino);
+  if (locks_.used() && !inodes_.Get(ino).has_value()) locks_.ForgetInode(ino);
 }
 
 FsError Filesystem::Resolve(const Node& parent, std::string_view name,

@@ -350,12 +350,19 @@ void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size,
   fuse_reply_write(req, size);
 }
 
+// Whose locks `ino`'s are (fs/lock_table.h): its node's, or, once its cell
+// was removed while open, those it kept apart from a new file's.
+std::optional<Node> LockKey(Filesystem& fs, fuse_ino_t ino) {
+  if (std::optional<Node> orphan = fs.locks().OrphanKey(ino)) return orphan;
+  return fs.inodes().Get(ino);
+}
+
 void Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   Count(req, FuseOp::kFlush);
   Filesystem& fs = Fs(req);
   if (fs.locks().used()) {
     // close() drops the fcntl locks of the closing process (its owner).
-    if (std::optional<Node> n = fs.inodes().Get(ino)) {
+    if (std::optional<Node> n = LockKey(fs, ino)) {
       fs.locks().ReleaseOwner(*n, LockTable::Kind::kPosix, fi->lock_owner);
     }
   }
@@ -370,7 +377,7 @@ void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   Count(req, FuseOp::kRelease);
   Filesystem& fs = Fs(req);
   if (fs.locks().used()) {
-    if (std::optional<Node> n = fs.inodes().Get(ino)) {
+    if (std::optional<Node> n = LockKey(fs, ino)) {
       // Readers opened before any lock was taken send no FLUSH
       // (FOPEN_NOFLUSH): their fcntl locks go with the open file; flock
       // locks go with it always.
@@ -408,7 +415,7 @@ void GetLk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi,
            struct flock* lock) {
   Count(req, FuseOp::kGetlk);
   Filesystem& fs = Fs(req);
-  std::optional<Node> n = fs.inodes().Get(ino);
+  std::optional<Node> n = LockKey(fs, ino);
   if (!n) return (void)fuse_reply_err(req, ENOENT);
   struct flock out = *lock;
   std::optional<LockTable::Lock> c =
@@ -472,7 +479,7 @@ void SetLock(fuse_req_t req, const Node& n, LockTable::Kind kind,
 void SetLk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi,
            struct flock* lock, int sleep) {
   Count(req, FuseOp::kSetlk);
-  std::optional<Node> n = Fs(req).inodes().Get(ino);
+  std::optional<Node> n = LockKey(Fs(req), ino);
   if (!n) return (void)fuse_reply_err(req, ENOENT);
   SetLock(req, *n, LockTable::Kind::kPosix, LockOf(*lock, *fi),
           lock->l_type == F_UNLCK, sleep != 0);
@@ -480,7 +487,7 @@ void SetLk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi,
 
 void Flock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op) {
   Count(req, FuseOp::kSetlk);
-  std::optional<Node> n = Fs(req).inodes().Get(ino);
+  std::optional<Node> n = LockKey(Fs(req), ino);
   if (!n) return (void)fuse_reply_err(req, ENOENT);
   LockTable::Lock k;
   k.write = (op & LOCK_EX) != 0;

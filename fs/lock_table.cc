@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -107,6 +108,35 @@ void LockTable::Rebind(const Node& from, const Node& to) {
   dest.posix.insert(dest.posix.end(), moved.posix.begin(), moved.posix.end());
   dest.flock.insert(dest.flock.end(), moved.flock.begin(), moved.flock.end());
   dest.waiters.splice(dest.waiters.end(), moved.waiters);
+}
+
+void LockTable::Orphan(const Node& node, const std::vector<uint64_t>& inos) {
+  if (!used() || inos.empty()) return;
+  MutexLock lock(&mu_);
+  // A key no name has: table names never hold a control byte.
+  Node key;
+  key.kind = NodeKind::kCell;
+  key.table = "\x01removed";
+  key.qualifier = std::to_string(inos.front());
+  for (uint64_t ino : inos) orphans_[ino] = key;
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return;
+  NodeLocks moved = std::move(it->second);
+  nodes_.erase(it);
+  for (const Waiter& w : moved.waiters) waiting_[w.id] = key;
+  nodes_[key] = std::move(moved);
+}
+
+std::optional<Node> LockTable::OrphanKey(uint64_t ino) {
+  MutexLock lock(&mu_);
+  auto it = orphans_.find(ino);
+  if (it == orphans_.end()) return std::nullopt;
+  return it->second;
+}
+
+void LockTable::ForgetInode(uint64_t ino) {
+  MutexLock lock(&mu_);
+  orphans_.erase(ino);
 }
 
 void LockTable::CancelOnThread(uint64_t waiter) {

@@ -73,6 +73,14 @@ class LockTable {
   // A rename moved `from` to `to`: its locks and waiters go along (those
   // of a replaced `to` stay with them).
   void Rebind(const Node& from, const Node& to);
+  // `node` was removed (or replaced by a rename) while open through
+  // `inos`: its locks stay with its open files, apart from those of a new
+  // file under the name, as on a local disk. OrphanKey gives them.
+  void Orphan(const Node& node, const std::vector<uint64_t>& inos);
+  // The key of `ino`'s locks when its cell was removed while open.
+  std::optional<Node> OrphanKey(uint64_t ino);
+  // The kernel forgot `ino`.
+  void ForgetInode(uint64_t ino);
 
   // A cancel runs on a thread of its own (fs/fuse_ops.cc); the table
   // outlives them all.
@@ -116,6 +124,8 @@ class LockTable {
   uint64_t next_waiter_ GUARDED_BY(mu_) = 1;
   // Which node each waiter waits on, for Cancel.
   std::unordered_map<uint64_t, Node> waiting_ GUARDED_BY(mu_);
+  // The inodes of removed cells, by the key their locks moved to.
+  std::unordered_map<uint64_t, Node> orphans_ GUARDED_BY(mu_);
 };
 
 }  // namespace tabletfs::fs

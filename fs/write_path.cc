@@ -691,14 +691,20 @@ WritePath::LockedCells::~LockedCells() NO_THREAD_SAFETY_ANALYSIS {
 
 void WritePath::OrphanWriters(const LockedCells& locked, const Node& cell,
                               bool with_versions) {
+  // Each removed node's open inodes keep its locks, together.
+  std::unordered_map<Node, std::vector<uint64_t>, NodeHash> removed;
   for (auto& c : locked.cells()) {
     c->mu()->AssertHeld();
     if (with_versions ? SameCell(c->node(), cell) : c->node() == cell) {
       Unlist(*c);
-      if (!c->unlinked()) fs_->inodes().Unbind(c->node(), c->ino());
+      if (!c->unlinked()) {
+        fs_->inodes().Unbind(c->node(), c->ino());
+        removed[c->node()].push_back(c->ino());
+      }
       c->Unlinked();
     }
   }
+  for (const auto& [node, inos] : removed) fs_->locks().Orphan(node, inos);
 }
 
 void WritePath::MoveWriters(const LockedCells& locked, const Node& from,

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 
+#include <optional>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -197,6 +198,30 @@ TEST(LockTableTest, LocksFollowARename) {
   EXPECT_EQ(SetNow(t, Cell("b"), Kind::kPosix, Range(2, true, 0, 9)), EAGAIN);
   t.ReleaseOwner(Cell("b"), Kind::kPosix, 1);
   EXPECT_EQ(SetNow(t, Cell("b"), Kind::kPosix, Range(2, true, 0, 9)), 0);
+}
+
+// A cell removed while open keeps its locks with its open inodes; a new
+// file under the name starts with none.
+TEST(LockTableTest, ARemovedCellsLocksStayWithItsOpenFiles) {
+  LockTable t;
+  const Node a = Cell("a");
+  ASSERT_EQ(SetNow(t, a, Kind::kFlock, Range(1, true, 0, LockTable::kToEnd)),
+            0);
+  EXPECT_FALSE(t.OrphanKey(5).has_value());
+  t.Orphan(a, {5, 6});
+  std::optional<Node> key = t.OrphanKey(5);
+  ASSERT_TRUE(key.has_value());
+  EXPECT_EQ(t.OrphanKey(6), key);
+  EXPECT_NE(*key, a);
+  EXPECT_EQ(SetNow(t, a, Kind::kFlock, Range(2, true, 0, LockTable::kToEnd)),
+            0);
+  EXPECT_EQ(SetNow(t, *key, Kind::kFlock, Range(2, true, 0, LockTable::kToEnd)),
+            EAGAIN);
+  t.ReleaseOwner(*key, Kind::kFlock, 1);
+  EXPECT_EQ(t.LocksOn(*key, Kind::kFlock), 0u);
+  t.ForgetInode(5);
+  EXPECT_FALSE(t.OrphanKey(5).has_value());
+  EXPECT_TRUE(t.OrphanKey(6).has_value());
 }
 
 }  // namespace

@@ -123,6 +123,23 @@ TEST_F(LocksTest, FcntlRangesBetweenProcessesAndAWaitGrantedAtClose) {
   close(go[1]);
 }
 
+// A lock holder's file removed and made again: the new file is another
+// file, with no lock (as on a local disk), and the holder's lock still
+// works on the file it holds open.
+TEST_F(LocksTest, ANewFileUnderARemovedLockedNameIsUnlocked) {
+  int held = open(path_.c_str(), O_RDWR);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(flock(held, LOCK_EX), 0);
+  ShOk("rm t/r/f/c && printf new > t/r/f/c");
+  int fresh = open(path_.c_str(), O_RDWR);
+  ASSERT_GE(fresh, 0);
+  EXPECT_EQ(flock(fresh, LOCK_EX | LOCK_NB), 0) << strerror(errno);
+  EXPECT_EQ(flock(held, LOCK_UN), 0);
+  EXPECT_EQ(flock(held, LOCK_SH | LOCK_NB), 0) << strerror(errno);
+  close(fresh);
+  close(held);
+}
+
 void OnAlarm(int) {}
 
 // A wait the caller gives up on (a signal) ends in EINTR, and the lock it

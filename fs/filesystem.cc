@@ -164,11 +164,9 @@ std::string Filesystem::PathOfInode(uint64_t ino) {
 }
 
 void Filesystem::Forget(uint64_t ino, uint64_t count) {
-  inodes_.Forget(ino, count);
-  // Forgets are frequent and vanished inodes rare: look the inode up only
-  // for those.
-  if (Vanished(ino) && !inodes_.Get(ino).has_value()) ForgetVanished(ino);
-  if (locks_.used() && !inodes_.Get(ino).has_value()) locks_.ForgetInode(ino);
+  if (!inodes_.Forget(ino, count)) return;
+  if (Vanished(ino)) ForgetVanished(ino);
+  if (locks_.used()) locks_.ForgetInode(ino);
 }
 
 FsError Filesystem::Resolve(const Node& parent, std::string_view name,

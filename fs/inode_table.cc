@@ -45,18 +45,19 @@ std::optional<Node> InodeTable::Get(uint64_t ino) {
   return it->second.node;
 }
 
-void InodeTable::Forget(uint64_t ino, uint64_t count) {
-  if (ino == kRootInode) return;
+bool InodeTable::Forget(uint64_t ino, uint64_t count) {
+  if (ino == kRootInode) return false;
   MutexLock lock(&mu_);
   auto it = by_inode_.find(ino);
-  if (it == by_inode_.end()) return;
+  if (it == by_inode_.end()) return false;
   Entry& e = it->second;
   e.lookups = count >= e.lookups ? 0 : e.lookups - count;
-  if (e.lookups > 0) return;
+  if (e.lookups > 0) return false;
   auto n = by_node_.find(e.node);
   if (n != by_node_.end() && n->second == ino) by_node_.erase(n);
   EraseRetired(ino, e);
   by_inode_.erase(it);
+  return true;
 }
 
 void InodeTable::Rebind(const Node& from, const Node& to) {

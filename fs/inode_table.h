@@ -56,9 +56,9 @@ class InodeTable {
   std::optional<uint64_t> Find(const Node& node);
   // The node of `ino`; nullopt when the inode is unknown (forgotten).
   std::optional<Node> Get(uint64_t ino);
-  // Lowers the lookup count; the inode is freed when it reaches zero. The
-  // root is never freed.
-  void Forget(uint64_t ino, uint64_t count);
+  // Lowers the lookup count; the inode is freed when it reaches zero (then
+  // true). The root is never freed.
+  bool Forget(uint64_t ino, uint64_t count);
   // A rename moved `from` to `to`: the inode of `from` now names `to` (the
   // kernel moved its dentry); an inode that named `to` keeps its node but is
   // no longer found by it.

@@ -267,7 +267,7 @@ bool WritePath::MoveToOwnInode(const Node& n, uint64_t ino, OpenCell& cell,
   // cell are on one inode: they share its pending value).
   std::optional<uint64_t> writers_at, idle;
   const std::optional<uint64_t> bound = inodes.Find(n);
-  for (const auto& [other, c] : OtherInodes(n, ino, bound)) {
+  for (const auto& [other, c] : OtherInodes(ino, bound, inodes.Retired(n))) {
     if (!c || c->IdleNow()) {
       if (!idle) idle = other;
     } else if (c->WritersNow()) {
@@ -290,21 +290,23 @@ bool WritePath::MoveToOwnInode(const Node& n, uint64_t ino, OpenCell& cell,
 }
 
 std::vector<std::pair<uint64_t, std::shared_ptr<OpenCell>>>
-WritePath::OtherInodes(const Node& n, uint64_t ino,
-                       std::optional<uint64_t> bound) {
+WritePath::OtherInodes(uint64_t ino, std::optional<uint64_t> bound,
+                       const std::vector<uint64_t>& retired) {
   std::vector<std::pair<uint64_t, std::shared_ptr<OpenCell>>> out;
   auto add = [&](uint64_t other) {
     if (other != ino) out.emplace_back(other, fs_->open_cells().Find(other));
   };
   if (bound) add(*bound);
-  for (uint64_t r : fs_->inodes().Retired(n)) add(r);
+  for (uint64_t r : retired) add(r);
   return out;
 }
 
 bool WritePath::WritersElsewhere(const Node& n, uint64_t ino) {
   // Without a retired inode the cell has one (every reader's open asks).
-  if (fs_->inodes().Retired(n).empty()) return false;
-  for (const auto& [other, c] : OtherInodes(n, ino, fs_->inodes().Find(n))) {
+  const std::vector<uint64_t> retired = fs_->inodes().Retired(n);
+  if (retired.empty()) return false;
+  for (const auto& [other, c] :
+       OtherInodes(ino, fs_->inodes().Find(n), retired)) {
     if (c && c->WritersNow()) return true;
   }
   return false;

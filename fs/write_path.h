@@ -134,10 +134,12 @@ class WritePath {
   // retry. False when the open stays on `ino`.
   bool MoveToOwnInode(const Node& n, uint64_t ino, OpenCell& cell, bool write,
                       pid_t pid) REQUIRES(cell.mu());
-  // The cell's inodes other than `ino` (`bound`, the one bound to `n`,
-  // and the retired ones), each with its open state, if any.
+  // The cell's inodes other than `ino` (`bound`, the one bound to its
+  // name, and `retired`, InodeTable::Retired), each with its open state,
+  // if any.
   std::vector<std::pair<uint64_t, std::shared_ptr<OpenCell>>> OtherInodes(
-      const Node& n, uint64_t ino, std::optional<uint64_t> bound);
+      uint64_t ino, std::optional<uint64_t> bound,
+      const std::vector<uint64_t>& retired);
   // Whether writers of the cell are open on an inode other than `ino`:
   // readers of `ino` then read around the page cache, as beside writers
   // on their own inode.

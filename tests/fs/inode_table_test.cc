@@ -4,23 +4,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/util/gcc_bug_105329.h"
+#include "tests/fs/cell_node.h"
 
 namespace tabletfs::fs {
 namespace {
-
-// GCC bug 105329: a false -Wrestrict in the short-string assignments below.
-TABLETFS_GCC_BUG_105329_BEGIN
-Node Cell(std::string q) {
-  Node n;
-  n.kind = NodeKind::kCell;
-  n.table = "t";
-  n.row = "r";
-  n.family = "f";
-  n.qualifier = std::move(q);
-  return n;
-}
-TABLETFS_GCC_BUG_105329_END
 
 TEST(InodeTableTest, RootIsOneAndNeverForgotten) {
   InodeTable t;

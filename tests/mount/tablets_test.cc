@@ -97,21 +97,31 @@ class TabletsTest : public MountFixture {
     return out;
   }
 
-  // Polls until `.tabletfs/tablets` shows more than one tablet and stops
-  // changing (the background thread is done); fails after 15 s.
+  // Polls until `.tabletfs/tablets` shows more than one tablet, the engine
+  // has no flush or compaction left to do, and the list has not changed
+  // for a second (the background thread is done: it decides splits only
+  // when it wakes). One unchanged 200 ms poll was not enough under ASan on
+  // a loaded machine: a compaction still running then split once more.
+  // Fails after 30 s.
   std::vector<TabletLine> WaitForSettledSplits() {
     const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::seconds(15);
+        std::chrono::steady_clock::now() + std::chrono::seconds(30);
     std::string last;
+    int unchanged = 0;
     while (std::chrono::steady_clock::now() < deadline) {
       std::string text = ReadFile(Path(".tabletfs/tablets"));
-      if (std::count(text.begin(), text.end(), '\n') > 1 && text == last) {
+      std::string stats = ReadFile(Path(".tabletfs/stats"));
+      const bool idle =
+          stats.find("\ncompactions_pending 0\n") != std::string::npos &&
+          stats.find("\nfrozen_memtables 0\n") != std::string::npos;
+      unchanged = (text == last && idle) ? unchanged + 1 : 0;
+      if (std::count(text.begin(), text.end(), '\n') > 1 && unchanged >= 5) {
         return Tablets();
       }
       last = text;
       usleep(200 * 1000);
     }
-    ADD_FAILURE() << "no settled split within 15 s:\n"
+    ADD_FAILURE() << "no settled split within 30 s:\n"
                   << last << ReadFile(Path(".tabletfs/stats"));
     return {};
   }

@@ -22,6 +22,7 @@ std::string DbStats::ToString() const {
   out << "flushes " << flushes << "\n";
   out << "flushes_during_compactions " << flushes_during_compactions << "\n";
   out << "compactions " << compactions << "\n";
+  out << "compactions_moved " << compactions_moved << "\n";
   out << "compactions_pending " << compactions_pending << "\n";
   out << "bytes_written_by_user " << bytes_written_by_user << "\n";
   out << "bytes_written_to_disk " << bytes_written_to_disk << "\n";

@@ -28,6 +28,8 @@ struct DbStats {
   // would otherwise have waited for it).
   uint64_t flushes_during_compactions = 0;
   uint64_t compactions = 0;
+  // Of the compactions, those that moved files down a level unchanged.
+  uint64_t compactions_moved = 0;
   uint64_t compactions_pending = 0;
   uint64_t bytes_written_by_user = 0;  // keys + values applied
   uint64_t bytes_written_to_disk = 0;  // log + flush + compaction output

@@ -1064,6 +1064,7 @@ DbStats DBImpl::GetStats() {
   s.flushes = stat_flushes_;
   s.flushes_during_compactions = stat_flushes_during_compactions_;
   s.compactions = stat_compactions_;
+  s.compactions_moved = stat_moves_;
   s.compactions_pending = NeedsCompaction() ? 1 : 0;
   s.bytes_written_by_user = stat_bytes_user_;
   s.bytes_written_to_disk = stat_bytes_disk_;

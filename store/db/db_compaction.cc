@@ -73,6 +73,12 @@ class DBImpl::TableOutputs {
     }
     builder_->Add(key, value);
     last_row_.assign(p.row_prefix);
+    if (p.section != KeySection::kVersion ||
+        (p.kind != EntryKind::kPut && p.kind != EntryKind::kPutValueRef) ||
+        p.cell_prefix == last_cell_) {
+      meta_.plain = false;
+    }
+    last_cell_.assign(p.cell_prefix);
     return Status::OK();
   }
 
@@ -112,6 +118,8 @@ class DBImpl::TableOutputs {
  private:
   Status StartTable() {
     meta_ = FileMeta();
+    meta_.plain = true;
+    last_cell_.clear();
     meta_.number = db_->NewFileNumber();
     meta_.level = level_;
     meta_.tablet_id = tablet_id_;
@@ -177,6 +185,7 @@ class DBImpl::TableOutputs {
   std::unique_ptr<TableBuilder> builder_;
   FileMeta meta_;  // of the table being written
   std::string last_row_;
+  std::string last_cell_;  // of the last version added (FileMeta::plain)
   std::unique_ptr<ValueFileWriter> values_;
   std::vector<std::string> created_;  // paths, for Abandon
   std::string key_buf_, value_buf_;   // a moved value's reference entry
@@ -395,7 +404,75 @@ void DBImpl::PickTabletCompaction(std::shared_ptr<Tablet> t, bool manual,
   }
 }
 
+bool DBImpl::MovesWithoutRewrite(const Compaction& c) {
+  if (c.manual || c.tablet->foreign_files || !c.inputs[1].empty() ||
+      c.output_level != c.level + 1) {
+    return false;
+  }
+  std::vector<std::shared_ptr<const FileMeta>> files = c.inputs[0];
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
+    return a->smallest < b->smallest;
+  });
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (files[i]->level != c.level) return false;
+    // Level-0 files may overlap each other; moved, they must not.
+    if (i > 0 &&
+        RowPrefixOf(files[i - 1]->largest) >= RowPrefixOf(files[i]->smallest)) {
+      return false;
+    }
+    // At the bottom a rewrite drops what markers and newer versions hide.
+    if (c.bottom && !files[i]->plain) return false;
+  }
+  // Not onto a range of the level below the output that a later
+  // compaction of the moved files would have to rewrite at once (LevelDB's
+  // limit).
+  std::string lo, hi;
+  RowRange(files, &lo, &hi);
+  uint64_t below = 0;
+  if (c.output_level + 1 < Version::kNumLevels) {
+    for (const auto& f : c.tablet->version->levels[c.output_level + 1]) {
+      if (RowsOverlap(*f, lo, hi)) below += f->size;
+    }
+  }
+  return below <= 10 * options_.target_file_bytes;
+}
+
+Status DBImpl::MoveFiles(const Compaction& c) {
+  VersionEdit edit;
+  uint64_t bytes = 0;
+  for (const auto& f : c.inputs[0]) {
+    edit.deleted_files.push_back({f->level, f->number, c.tablet->id});
+    FileMeta moved = *f;
+    moved.level = c.output_level;
+    moved.tablet_id = c.tablet->id;
+    edit.added_files.push_back(std::move(moved));
+    bytes += f->size;
+  }
+  mu_.Unlock();
+  Status s;
+  {
+    MutexLock sl(&schema_mu_);
+    s = LogEdit(edit);
+  }
+  mu_.Lock();
+  if (!s.ok()) {
+    return s.WithContext("move of level " + std::to_string(c.level));
+  }
+  s = ApplyEdit(edit);
+  ++stat_compactions_;
+  ++stat_moves_;
+  if (c.level >= 1) {
+    c.tablet->compact_pointer[c.level] = c.inputs[0].front()->largest;
+  }
+  Log(LogLevel::kInfo, "moved " + std::to_string(edit.added_files.size()) +
+                           " files (" + std::to_string(bytes) +
+                           " bytes) from level " + std::to_string(c.level) +
+                           " to level " + std::to_string(c.output_level));
+  return s;
+}
+
 Status DBImpl::RunCompaction(const Compaction& c) {
+  if (MovesWithoutRewrite(c)) return MoveFiles(c);
   auto tables = TablesById();
   uint64_t view = snapshots_.empty() ? last_seq_ : *snapshots_.begin();
   uint64_t epoch_view = snapshots_.empty() ? kMaxSequence : view;

@@ -404,8 +404,8 @@ class DBImpl final : public DB {
   // row prefix); nullptr when the table has none.
   Tablet* FindTablet(uint32_t table_id, std::string_view key) REQUIRES(mu_);
   void SetVersion(Tablet* t, std::shared_ptr<const Version> v) REQUIRES(mu_);
-  // The live FileMeta of `meta.number` (one object per file however many
-  // tablets hold it), made live when new.
+  // The live FileMeta of `meta.number` (one object per file and level
+  // however many tablets hold it), made live when new.
   std::shared_ptr<const FileMeta> GetLiveFile(const FileMeta& meta)
       REQUIRES(mu_);
   Status ApplyTabletEdits(const VersionEdit& edit) REQUIRES(mu_);
@@ -543,6 +543,13 @@ class DBImpl final : public DB {
   void PickTabletCompaction(std::shared_ptr<Tablet> t, bool manual,
                             Compaction* c) REQUIRES(mu_);
   Status RunCompaction(const Compaction& c) REQUIRES(mu_);
+  // Whether `c` may move its files down a level instead of rewriting them:
+  // its inputs overlap nothing in the output level nor each other, a
+  // rewrite would drop nothing (not the bottom, or plain files), and the
+  // level below the output holds little of their rows.
+  bool MovesWithoutRewrite(const Compaction& c) REQUIRES(mu_);
+  // Moves the files of `c.inputs[0]` to `c.output_level` in one edit.
+  Status MoveFiles(const Compaction& c) REQUIRES(mu_);
   // Writes the entries of `iter` that `filter` keeps (all when null) into
   // new SSTables of tablet `tablet_id` at `level`, cut at row boundaries
   // after target_file_bytes. With move_large_values, values of
@@ -810,6 +817,7 @@ class DBImpl final : public DB {
   std::atomic<uint64_t> freezes_{0};
   uint64_t stat_flushes_during_compactions_ GUARDED_BY(mu_) = 0;
   uint64_t stat_compactions_ GUARDED_BY(mu_) = 0;
+  uint64_t stat_moves_ GUARDED_BY(mu_) = 0;  // of those, moves
   uint64_t stat_write_stalls_ GUARDED_BY(mu_) = 0;
   uint64_t stat_write_delays_ GUARDED_BY(mu_) = 0;
   uint64_t stat_splits_ GUARDED_BY(mu_) = 0;

@@ -88,7 +88,23 @@ void DBImpl::SetVersion(Tablet* t, std::shared_ptr<const Version> v) {
 std::shared_ptr<const FileMeta> DBImpl::GetLiveFile(const FileMeta& meta) {
   auto it = live_files_.find(meta.number);
   if (it != live_files_.end()) {
-    if (std::shared_ptr<const FileMeta> live = it->second.lock()) return live;
+    if (std::shared_ptr<const FileMeta> live = it->second.lock()) {
+      if (live->level == meta.level) return live;
+      // Moved down a level (RunCompaction's move): a new FileMeta for the
+      // new level, holding the one before, so the file is released once,
+      // when neither is held.
+      auto moved = std::make_unique<FileMeta>(*live);
+      moved->level = meta.level;
+      moved->tablet_id = meta.tablet_id;
+      std::shared_ptr<const FileMeta> now(
+          moved.release(),
+          [before = std::move(live)](const FileMeta* f) mutable {
+            delete f;
+            before.reset();
+          });
+      it->second = now;
+      return now;
+    }
   }
   std::shared_ptr<const FileMeta> live = MakeLiveFile(meta);
   live_files_[meta.number] = live;

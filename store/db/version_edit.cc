@@ -122,7 +122,7 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint64(dst, seq);
   }
   for (const FileMeta& f : added_files) {
-    PutVarint32(dst, kAddFile);
+    PutVarint32(dst, f.plain ? kAddPlainFile : kAddFile);
     PutVarint32(dst, f.tablet_id);
     PutVarint32(dst, static_cast<uint32_t>(f.level));
     PutVarint64(dst, f.number);
@@ -249,8 +249,10 @@ std::optional<bool> VersionEdit::DecodeFileRecord(uint32_t tag,
   uint64_t u64 = 0;
   uint32_t u32 = 0;
   switch (tag) {
-    case kAddFile: {
+    case kAddFile:
+    case kAddPlainFile: {
       FileMeta f;
+      f.plain = tag == kAddPlainFile;
       uint32_t level = 0;
       ok = GetVarint32(in, &f.tablet_id) && GetVarint32(in, &level) &&
            GetVarint64(in, &f.number) && GetVarint64(in, &f.size) &&

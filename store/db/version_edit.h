@@ -35,6 +35,10 @@ struct FileMeta {
   std::string largest;
   // Value files this table references (kind-6 entries), ascending.
   std::vector<uint64_t> value_files;
+  // Only puts, each cell once: a bottom compaction would drop nothing of
+  // it, so a compaction may move it down without rewriting it
+  // (store/doc/compaction.md). False for files of older manifests.
+  bool plain = false;
 };
 
 struct VersionEdit {
@@ -55,6 +59,7 @@ struct VersionEdit {
     kAddFile = 20,
     kDeleteFile = 21,  // read only (older manifests): removes from every tablet
     kDeleteTabletFile = 22,
+    kAddPlainFile = 23,  // kAddFile of a FileMeta with `plain` set
     kTablet = 30,
     kSplitTablet = 31,
     kMergeTablets = 32,

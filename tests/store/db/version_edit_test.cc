@@ -43,6 +43,25 @@ TEST(VersionEditTest, RoundTripsEveryLevel) {
   }
 }
 
+// A plain file (only puts, each cell once) is written as kAddPlainFile and
+// reads back plain; others, and kAddFile of older manifests, are not.
+TEST(VersionEditTest, PlainFilesRoundTrip) {
+  for (bool plain : {false, true}) {
+    VersionEdit edit = EditAddingAt(2);
+    edit.added_files[0].plain = plain;
+    std::string record;
+    edit.EncodeTo(&record);
+    EXPECT_EQ(static_cast<uint8_t>(record[0]),
+              plain ? VersionEdit::kAddPlainFile : VersionEdit::kAddFile);
+    VersionEdit decoded;
+    ASSERT_TRUE(decoded.DecodeFrom(record, "MANIFEST-000001").ok());
+    ASSERT_EQ(decoded.added_files.size(), 1u);
+    EXPECT_EQ(decoded.added_files[0].plain, plain);
+    EXPECT_EQ(decoded.added_files[0].number, 9u);
+    EXPECT_EQ(decoded.added_files[0].largest, "z");
+  }
+}
+
 // A record with a level the engine does not have (7-15 were accepted and
 // indexed Version::levels out of bounds: RELIABILITY.md bug 7) is
 // Corruption naming the file.

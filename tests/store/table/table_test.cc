@@ -500,6 +500,32 @@ TEST(TableFormatTest, GoldenExample) {
   EXPECT_EQ(contents.size(), 193u);
 }
 
+// The block checksum is computed with the CPU's widest vector unit
+// (libxxhash's dispatch) and must be XXH3_64bits with seed 0 at every
+// length: short inputs, the vector loop's stripes and blocks, odd tails.
+TEST(TableFormatTest, BlockChecksumIsXxh3WithSeedZeroAtEveryLength) {
+  std::string data(70000, '\0');
+  uint64_t x = 88172645463325252ull;
+  for (char& c : data) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  std::vector<size_t> lengths;
+  for (size_t n = 0; n <= 1100; ++n) lengths.push_back(n);
+  for (size_t n : {4095, 4096, 11600, 16383, 16384, 16391, 65536, 70000}) {
+    lengths.push_back(n);
+  }
+  for (size_t n : lengths) {
+    for (size_t offset : {0, 3}) {
+      if (offset + n > data.size()) continue;
+      std::string_view bytes = std::string_view(data).substr(offset, n);
+      ASSERT_EQ(Checksum3(bytes), Hash3(bytes, 0)) << n << " at " << offset;
+    }
+  }
+  // And the value XXH3_64bits is specified to give for no input.
+  EXPECT_EQ(Checksum3(""), 0x2D06800538D394C2ull);
+}
+
 // The format-1 example of the same rows (table_format.md, "Format 1"):
 // still written byte for byte when asked, and read by this build.
 TEST(TableFormatTest, Version1StillReadable) {

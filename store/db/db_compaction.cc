@@ -423,6 +423,17 @@ bool DBImpl::MovesWithoutRewrite(const Compaction& c) {
     // At the bottom a rewrite drops what markers and newer versions hide.
     if (c.bottom && !files[i]->plain) return false;
   }
+  // And a time-based policy collects even a cell's only version.
+  if (c.bottom) {
+    for (const auto& [name, table] : tables_) {
+      if (table->id != c.tablet->table_id) continue;
+      for (const FamilyState& f : table->families) {
+        for (const GcEpoch& e : f.epochs) {
+          if (e.policy.DependsOnTime()) return false;
+        }
+      }
+    }
+  }
   // Not onto a range of the level below the output that a later
   // compaction of the moved files would have to rewrite at once (LevelDB's
   // limit).

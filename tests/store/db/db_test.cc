@@ -1011,6 +1011,30 @@ TEST_F(DBMoveTest, FilesWithMarkersOrOlderVersionsAreRewrittenAtTheBottom) {
   EXPECT_TRUE(db_->Verify().ok());
 }
 
+// maxage collects a cell's only version: files of a family that has it are
+// rewritten at the bottom, plain or not, and what expired is gone from disk.
+TEST_F(DBMoveTest, FilesOfAFamilyWithMaxAgeAreRewrittenAtTheBottom) {
+  ASSERT_TRUE(db_->CreateTable("t").ok());
+  FamilySettings settings;
+  auto policy = GcPolicy::Parse("maxage=1h");
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  settings.gc_policy = *policy;
+  ASSERT_TRUE(db_->CreateFamily("t", "f", settings).ok());
+  constexpr int kRows = 8000;
+  for (int i = 0; i < kRows; ++i) Put("t", Row(i), "f", "q", 1, Value(i));
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  DbStats stats = db_->GetStats();
+  EXPECT_GT(stats.compactions, stats.compactions_moved) << stats.ToString();
+  // Timestamp 1 (1970) is long expired: the bottom rewrites dropped it.
+  EXPECT_EQ(Get("t", Row(0), "f", "q"), "");
+  uint64_t bytes = 0;
+  for (size_t l = 1; l < stats.levels.size(); ++l) {
+    bytes += stats.levels[l].bytes;
+  }
+  EXPECT_LT(bytes, uint64_t{kRows} * 200 / 2) << stats.ToString();
+  ExpectFilesMatchLevels();
+}
+
 TEST(DBPosixTest, WorksOnTheRealFilesystem) {
   std::string dir = testing::TempDir() + "tabletfs_db_posix_test_" +
                     std::to_string(::getpid());

@@ -73,12 +73,16 @@ class DBImpl::TableOutputs {
     }
     builder_->Add(key, value);
     last_row_.assign(p.row_prefix);
-    if (p.section != KeySection::kVersion ||
-        (p.kind != EntryKind::kPut && p.kind != EntryKind::kPutValueRef) ||
-        p.cell_prefix == last_cell_) {
+    // (ParseInternalKey leaves cell_prefix as it was for other sections.)
+    if (p.section != KeySection::kVersion) {
       meta_.plain = false;
+    } else {
+      if ((p.kind != EntryKind::kPut && p.kind != EntryKind::kPutValueRef) ||
+          p.cell_prefix == last_cell_) {
+        meta_.plain = false;
+      }
+      last_cell_.assign(p.cell_prefix);
     }
-    last_cell_.assign(p.cell_prefix);
     return Status::OK();
   }
 

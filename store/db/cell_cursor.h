@@ -34,7 +34,7 @@ struct CursorOptions {
   // GC policy epochs in force: those since <= this (a snapshot's sequence;
   // kMaxSequence for the latest state, where every epoch is in force).
   uint64_t epoch_view_seq = kMaxSequence;
-  int64_t now_micros = 0;     // for GC by age
+  int64_t now_micros = 0;     // for GC by age (0 when no policy uses it)
   std::optional<int64_t> at;  // read as of T
   uint32_t max_versions = 1;  // 0: all
   std::vector<std::string> families;

@@ -430,11 +430,8 @@ bool DBImpl::MovesWithoutRewrite(const Compaction& c) {
   // And a time-based policy collects even a cell's only version.
   if (c.bottom) {
     for (const auto& [name, table] : tables_) {
-      if (table->id != c.tablet->table_id) continue;
-      for (const FamilyState& f : table->families) {
-        for (const GcEpoch& e : f.epochs) {
-          if (e.policy.DependsOnTime()) return false;
-        }
+      if (table->id == c.tablet->table_id && table->CollectsByAge()) {
+        return false;
       }
     }
   }

@@ -27,6 +27,15 @@ bool FamilyState::NeverCollects() const {
   return true;
 }
 
+bool TableState::CollectsByAge() const {
+  for (const FamilyState& f : families) {
+    for (const GcEpoch& e : f.epochs) {
+      if (e.policy.DependsOnTime()) return true;
+    }
+  }
+  return false;
+}
+
 const FamilyState* TableState::FindFamily(std::string_view family) const {
   for (const FamilyState& f : families) {
     if (f.name == family) return &f;

@@ -54,6 +54,10 @@ struct TableState {
 
   const FamilyState* FindFamily(std::string_view name) const;
   const FamilyState* FindFamilyById(uint32_t id) const;
+  // Whether a GC policy of any family, in any epoch, depends on a
+  // version's age (maxage): only then do reads and compactions need the
+  // time.
+  bool CollectsByAge() const;
 };
 
 }  // namespace tabletfs

@@ -40,7 +40,9 @@ void CellCursor::Reset(std::unique_ptr<Iterator> iter,
   row_del_ = 0;
   in_family_ = false;
   family_id_ = 0;
-  family_ = nullptr;
+  family_ = nullptr;  // with table_ changed, DecideGc must run again
+  gc_ = Gc::kNever;
+  gc_rank_ = 0;
   family_all_columns_ = true;
   family_del_ = 0;
   in_cell_ = false;
@@ -63,6 +65,7 @@ void CellCursor::Release() {
   iter_.reset();
   table_.reset();
   family_ = nullptr;
+  gc_ = Gc::kNever;
   valid_ = false;
 }
 
@@ -253,7 +256,11 @@ CellCursor::Step CellCursor::EnterFamily(const ParsedKey& p) {
     in_family_ = true;
     in_cell_ = false;
     family_id_ = p.family_id;
-    family_ = table_->FindFamilyById(p.family_id);
+    const FamilyState* family = table_->FindFamilyById(p.family_id);
+    if (family != family_) {
+      family_ = family;
+      DecideGc();
+    }
     family_del_ = row_del_;
     if (family_ == nullptr ||
         !FamilyWanted(p.family_id, &family_all_columns_)) {
@@ -286,6 +293,7 @@ CellCursor::Step CellCursor::EnterCell(const ParsedKey& p) {
     qualifier_.swap(next_qual_);
     cell_del_ = family_del_;
     ranks_.clear();
+    gc_rank_ = 0;
     emitted_ = 0;
     have_last_ts_ = false;
     if (!ColumnWanted()) {
@@ -295,6 +303,37 @@ CellCursor::Step CellCursor::EnterCell(const ParsedKey& p) {
   }
   return TakeMarker(p, KeySection::kCellMarker, &cell_del_) ? Step::kMoved
                                                             : Step::kOn;
+}
+
+void CellCursor::DecideGc() {
+  gc_ = Gc::kGeneral;
+  if (family_ == nullptr || family_->NeverCollects()) {
+    gc_ = Gc::kNever;
+  } else if (family_->epochs.size() == 1 &&
+             family_->epochs[0].policy.kind() == GcPolicy::Kind::kMaxVersions) {
+    gc_ = Gc::kMaxVersions;
+    gc_max_versions_ = family_->epochs[0].policy.max_versions();
+    gc_since_ = family_->epochs[0].since;
+  }
+}
+
+// FamilyState::CollectsNext, without its general loop for the two common
+// cases (the same answer: one epoch, rank against N).
+bool CellCursor::Collects(const ParsedKey& p) {
+  switch (gc_) {
+    case Gc::kNever:
+      return false;
+    case Gc::kMaxVersions: {
+      const bool collects =
+          gc_since_ <= options_.epoch_view_seq && gc_rank_ >= gc_max_versions_;
+      ++gc_rank_;
+      return collects;
+    }
+    case Gc::kGeneral:
+      break;
+  }
+  return family_->CollectsNext(p.seq, options_.epoch_view_seq,
+                               options_.now_micros - p.timestamp, &ranks_);
 }
 
 CellCursor::Step CellCursor::VisitVersion(const ParsedKey& p) {
@@ -308,9 +347,7 @@ CellCursor::Step CellCursor::VisitVersion(const ParsedKey& p) {
   have_last_ts_ = true;
   last_ts_ = p.timestamp;
   if (p.seq <= cell_del_ || p.kind == EntryKind::kDeleteVersion ||
-      family_->CollectsNext(p.seq, options_.epoch_view_seq,
-                            options_.now_micros - p.timestamp, &ranks_) ||
-      (options_.at.has_value() && p.timestamp > *options_.at)) {
+      Collects(p) || (options_.at.has_value() && p.timestamp > *options_.at)) {
     // Deleted, collected by the GC policy, or after the read's time T.
     iter_->Next();
     return Step::kMoved;

@@ -133,6 +133,16 @@ class CellCursor {
   bool in_family_ = false;
   uint32_t family_id_ = 0;
   const FamilyState* family_ = nullptr;
+  // How family_ collects, decided when family_ changes: most families have
+  // no GC policy or one maxversions=N since their creation, and asking
+  // CollectsNext for every version was a twentieth of a scan's work.
+  enum class Gc : uint8_t { kNever, kMaxVersions, kGeneral };
+  Gc gc_ = Gc::kNever;
+  uint64_t gc_max_versions_ = 0;  // kMaxVersions: its N
+  uint64_t gc_since_ = 0;         // kMaxVersions: the epoch's start
+  uint64_t gc_rank_ = 0;          // kMaxVersions: live versions seen
+  void DecideGc();
+  bool Collects(const ParsedKey& p);
   bool family_all_columns_ = true;
   uint64_t family_del_ = 0;
   bool in_cell_ = false;

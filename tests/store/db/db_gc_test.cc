@@ -130,6 +130,27 @@ TEST_F(DBGcTest, RelaxingAPolicyBringsNothingBack) {
   EXPECT_EQ(Versions("f"), "v5,v4,v3");
 }
 
+// A thread's reads reuse one cursor, which decides how a family collects
+// when it meets the family: a read after a policy change uses the new one.
+TEST_F(DBGcTest, ThePolicyOfAChangedFamilyAppliesToTheNextRead) {
+  Family("f", "never");
+  Family("g", "maxversions=2");
+  for (const char* family : {"f", "g"}) {
+    Put(family, 1, "v1");
+    Put(family, 2, "v2");
+    Put(family, 3, "v3");
+  }
+  EXPECT_EQ(Versions("f"), "v3,v2,v1");
+  EXPECT_EQ(Versions("g"), "v3,v2");
+  SetPolicy("f", "maxversions=2");
+  SetPolicy("g", "never");
+  EXPECT_EQ(Versions("f"), "v3,v2");
+  EXPECT_EQ(Versions("g"), "v3,v2");  // relaxing brings nothing back
+  SetPolicy("f", "maxversions=1");
+  EXPECT_EQ(Versions("f"), "v3");
+  EXPECT_EQ(VersionsEverywhere("f"), "v3");
+}
+
 TEST_F(DBGcTest, CollectedBeforeCompactionStaysCollectedAfterPolicyChange) {
   Family("f", "maxversions=1");
   Put("f", 1, "v1");

@@ -165,6 +165,15 @@ void CellCursor::NextFamily() {
 }
 
 void CellCursor::NextRow() {
+  // Most rows end at the next key (a row of one cell of one version): step
+  // once and look, before building a target to skip to.
+  if (!row_prefix_.empty() && iter_->Valid()) {
+    iter_->Next();
+    if (!iter_->Valid() || !iter_->key().starts_with(row_prefix_)) {
+      FindNext();
+      return;
+    }
+  }
   skip_.assign(row_prefix_);
   skip_.push_back('\x03');
   SkipForward(skip_);

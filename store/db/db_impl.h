@@ -183,7 +183,14 @@ class DBImpl final : public DB {
     std::vector<TabletView> tablets;
     uint64_t view_seq = 0;
     uint64_t epoch_view = kMaxSequence;
+    // Lets go of the table, memtables and files, keeping the vectors'
+    // capacity for the thread's next point read.
+    void Unpin();
   };
+  // What a point read reuses from the previous one on its thread
+  // (db_read.cc).
+  struct PointScratch;
+  class PointScratchLease;
 
   // CondVar::Wait names the CondVar's own mutex, which the analysis cannot
   // tie to mu_; this states the real requirement.
@@ -200,13 +207,13 @@ class DBImpl final : public DB {
   // more than when it paused, so an idle store retries without a write.
   void MaybeResumePausedWork() REQUIRES(mu_);
 
-  // Pins the tablets of `table` holding rows in [first_row, end_row) (empty:
-  // unbounded), or with one_row only the tablet holding first_row.
-  Result<ReadState> PinReadState(std::string_view table,
-                                 const ReadOptions& options,
-                                 std::string_view first_row,
-                                 std::string_view end_row, bool one_row)
-      EXCLUDES(mu_);
+  // Pins into *state the tablets of `table` holding rows in [first_row,
+  // end_row) (empty: unbounded), or with one_row only the tablet holding
+  // first_row. *state may be one a read before used (its vectors are
+  // reused).
+  Status PinReadState(std::string_view table, const ReadOptions& options,
+                      std::string_view first_row, std::string_view end_row,
+                      bool one_row, ReadState* state) EXCLUDES(mu_);
   // A scan cursor over the tablets of `state`.
   std::unique_ptr<CellCursor> NewCursor(const ReadState& state,
                                         const ReadOptions& options,
@@ -217,11 +224,13 @@ class DBImpl final : public DB {
   // memtables and only the files that may hold the row (Bloom keys
   // row_prefix, then one of cell_keys when not empty), ending at the
   // stop_key the caller set in cursor->mutable_options(). use_filter:
-  // apply options.families / columns.
-  void StartPointCursor(const ReadState& state, const ReadOptions& options,
-                        std::string_view row, std::string_view row_prefix,
-                        std::span<const std::string_view> cell_keys,
-                        bool use_filter, CellCursor* cursor);
+  // apply options.families / columns. False, with *cursor untouched, when
+  // nothing could hold the row (every memtable empty, no file's filter
+  // passes): the read finds nothing.
+  [[nodiscard]] bool StartPointCursor(
+      const ReadState& state, const ReadOptions& options, std::string_view row,
+      std::string_view row_prefix, std::span<const std::string_view> cell_keys,
+      bool use_filter, CellCursor* cursor);
   // An iterator over the memtables and files of one tablet (not clipped).
   std::unique_ptr<Iterator> NewTabletIterator(const TabletView& view);
   static uint64_t ValueRefSize(std::string_view ref);

@@ -69,12 +69,19 @@ class DBImpl::ScannerImpl final : public Scanner {
 // Reads
 // ---------------------------------------------------------------------------
 
-Result<DBImpl::ReadState> DBImpl::PinReadState(std::string_view table,
-                                               const ReadOptions& options,
-                                               std::string_view first_row,
-                                               std::string_view end_row,
-                                               bool one_row) {
-  ReadState state;
+void DBImpl::ReadState::Unpin() {
+  table.reset();
+  for (TabletView& v : tablets) {
+    v.mems.clear();
+    v.version.reset();
+  }
+}
+
+Status DBImpl::PinReadState(std::string_view table, const ReadOptions& options,
+                            std::string_view first_row,
+                            std::string_view end_row, bool one_row,
+                            ReadState* out) {
+  ReadState& state = *out;
   const SnapshotImpl* snap = nullptr;
   if (options.snapshot != nullptr) {
     snap = dynamic_cast<const SnapshotImpl*>(options.snapshot);
@@ -87,13 +94,22 @@ Result<DBImpl::ReadState> DBImpl::PinReadState(std::string_view table,
   if (it == tables_.end()) return Status::NotFound("no such table", table);
   state.table = it->second;
   uint32_t id = state.table->id;
-  std::string lo =
-      first_row.empty() ? TableLowKey(id) : RowPrefix(id, first_row);
-  state.tablets.reserve(one_row ? 1 : table_tablets_[id].size());
-  auto pin = [&state](const Tablet& t) {
-    TabletView& v = state.tablets.emplace_back();
+  // The thread's (a read's row prefix is longer than a short string's 15
+  // bytes: one allocation per read saved).
+  thread_local std::string lo;
+  lo.clear();
+  if (first_row.empty()) {
+    lo = TableLowKey(id);
+  } else {
+    AppendRowPrefix(&lo, id, first_row);
+  }
+  size_t pinned = 0;
+  auto pin = [&state, &pinned](const Tablet& t) {
+    if (pinned == state.tablets.size()) state.tablets.emplace_back();
+    TabletView& v = state.tablets[pinned++];
     v.lo = t.lo;
     v.hi = t.hi;
+    v.mems.clear();
     v.mems.reserve(t.imm.size() + 1);
     v.mems.push_back(t.mem);
     for (auto imm = t.imm.rbegin(); imm != t.imm.rend(); ++imm) {
@@ -110,11 +126,12 @@ Result<DBImpl::ReadState> DBImpl::PinReadState(std::string_view table,
       if (t->lo < hi && lo < t->hi) pin(*t);
     }
   }
+  state.tablets.resize(pinned);
   // Not last_seq_: UpdateFamily may have raised it into the group being
   // written, whose later entries are not in the memtables yet.
   state.view_seq = snap != nullptr ? snap->seq() : SequenceBeforeUnwritten();
   state.epoch_view = snap != nullptr ? snap->seq() : kMaxSequence;
-  return state;
+  return Status::OK();
 }
 
 std::unique_ptr<Iterator> DBImpl::NewTabletIterator(const TabletView& view) {
@@ -191,8 +208,9 @@ bool AddPointFileIterators(TableCache* cache, const Version& version,
                            std::atomic<uint64_t>* bloom_useful,
                            std::vector<std::unique_ptr<Iterator>>* children) {
   const BloomKey row_key(row_prefix);
-  std::vector<std::shared_ptr<Table>> tables;
-  tables.reserve(version.levels[0].size() + Version::kNumLevels);
+  // The thread's, emptied before returning: no allocation per read.
+  thread_local std::vector<std::shared_ptr<Table>> tables;
+  tables.clear();
   auto consider = [&](const FileMeta& f) {
     Result<std::shared_ptr<Table>> t = cache->Get(f.number, f.size);
     if (!t.ok()) {
@@ -245,6 +263,7 @@ bool AddPointFileIterators(TableCache* cache, const Version& version,
     if (i < level0_tables) ++level0_searched;
     children->push_back(table->NewIterator());
   }
+  tables.clear();  // lets the table cache close what it evicts
   // A read that probed two or more level-0 filters counts too, though it
   // searched nothing: each probe is a cache miss, and a missing key's read
   // pays one per level-0 file (docs/BENCHMARKS.md, "Set M's readmissing").
@@ -260,20 +279,23 @@ bool AddPointFileIterators(TableCache* cache, const Version& version,
          threshold;
 }
 
-// What a point read reuses from the previous one on its thread: the cursor
-// and the keys keep their capacity, so a read allocates only its iterators
-// and its result (a read of a 16-byte row made 30 allocations, 18 of them
-// these strings: docs/BENCHMARKS.md, "A point read reuses its thread's
-// cursor and keys").
-struct PointScratch {
+}  // namespace
+
+// What a point read reuses from the previous one on its thread: the cursor,
+// the keys and the pinned state keep their capacity, so a read allocates
+// only its iterators and its result (a read of a 16-byte row made 30
+// allocations, 18 of them these strings: docs/BENCHMARKS.md, "A point
+// read reuses its thread's cursor and keys").
+struct DBImpl::PointScratch {
   CellCursor cursor;
   std::string cell_key;    // the cell's (or the row's) Bloom key
   std::string row_marker;  // the row marker's Bloom key
+  ReadState state;
 };
 
 // The thread's scratch for one read, or a scratch of its own when the
 // thread's is in use (a read made while another's cursor is open).
-class PointScratchLease {
+class DBImpl::PointScratchLease {
  public:
   PointScratchLease() {
     if (!thread_in_use_) {
@@ -286,6 +308,7 @@ class PointScratchLease {
   }
   ~PointScratchLease() {
     scratch_->cursor.Release();  // unpins the memtables and files
+    scratch_->state.Unpin();
     if (own_ == nullptr) thread_in_use_ = false;
   }
   PointScratchLease(const PointScratchLease&) = delete;
@@ -300,12 +323,10 @@ class PointScratchLease {
   std::unique_ptr<PointScratch> own_;
 };
 
-thread_local PointScratch PointScratchLease::thread_scratch_;
-thread_local bool PointScratchLease::thread_in_use_ = false;
+thread_local DBImpl::PointScratch DBImpl::PointScratchLease::thread_scratch_;
+thread_local bool DBImpl::PointScratchLease::thread_in_use_ = false;
 
-}  // namespace
-
-void DBImpl::StartPointCursor(const ReadState& state,
+bool DBImpl::StartPointCursor(const ReadState& state,
                               const ReadOptions& options, std::string_view row,
                               std::string_view row_prefix,
                               std::span<const std::string_view> cell_keys,
@@ -315,7 +336,12 @@ void DBImpl::StartPointCursor(const ReadState& state,
   const TabletView& view = state.tablets.front();
   std::vector<std::unique_ptr<Iterator>> children;
   children.reserve(view.mems.size() + 4);
-  for (const auto& m : view.mems) children.push_back(MemTable::NewIterator(m));
+  // An empty memtable holds nothing of the row. (Its count is read after
+  // PinReadState took mu_, which every write to it up to view_seq
+  // released after adding its entries.)
+  for (const auto& m : view.mems) {
+    if (m->entries() > 0) children.push_back(MemTable::NewIterator(m));
+  }
   if (AddPointFileIterators(table_cache_.get(), *view.version, row_prefix,
                             cell_keys, &stat_bloom_useful_, &children)) {
     // Reads now pay for the version's level 0: let the background thread
@@ -323,6 +349,8 @@ void DBImpl::StartPointCursor(const ReadState& state,
     MutexLock l(&mu_);
     bg_cv_.Signal();
   }
+  // Most reads of a missing row end here, with no iterator made.
+  if (children.empty()) return false;
   CursorOptions& co = *cursor->mutable_options();
   co.view_seq = state.view_seq;
   co.epoch_view_seq = state.epoch_view;
@@ -342,24 +370,28 @@ void DBImpl::StartPointCursor(const ReadState& state,
   co.end_row.push_back('\0');  // the first row after `row`
   co.prefix.clear();
   cursor->Reset(NewMergingIterator(std::move(children)), state.table);
+  return true;
 }
 
 Result<Row> DBImpl::ReadRow(std::string_view table, std::string_view row,
                             const ReadOptions& options) {
   TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
-  TABLETFS_ASSIGN_OR_RETURN(ReadState state,
-                            PinReadState(table, options, row, {}, true));
   PointScratchLease scratch;
+  const ReadState& state = scratch->state;
+  TABLETFS_RETURN_IF_ERROR(
+      PinReadState(table, options, row, {}, true, &scratch->state));
   std::string& row_prefix = scratch->cell_key;
   row_prefix.clear();
   AppendRowPrefix(&row_prefix, state.table->id, row);
   CellCursor* cursor = &scratch->cursor;
   std::string& stop = cursor->mutable_options()->stop_key;
   stop.assign(row_prefix).push_back('\x03');  // after every key of the row
-  StartPointCursor(state, options, row, row_prefix, {}, /*use_filter=*/true,
-                   cursor);
   Row out;
   out.key = std::string(row);
+  if (!StartPointCursor(state, options, row, row_prefix, {},
+                        /*use_filter=*/true, cursor)) {
+    return out;
+  }
   for (cursor->Seek(row); cursor->Valid(); cursor->Next()) {
     Cell c;
     c.family = cursor->family();
@@ -378,8 +410,10 @@ Status DBImpl::VisitCell(std::string_view table, std::string_view row,
                          std::string_view family, std::string_view qualifier,
                          const ReadOptions& options, Visit visit) {
   TABLETFS_RETURN_IF_ERROR(ValidateRowKey(row));
-  TABLETFS_ASSIGN_OR_RETURN(ReadState state,
-                            PinReadState(table, options, row, {}, true));
+  PointScratchLease scratch;
+  const ReadState& state = scratch->state;
+  TABLETFS_RETURN_IF_ERROR(
+      PinReadState(table, options, row, {}, true, &scratch->state));
   const FamilyState* fs = state.table->FindFamily(family);
   if (fs == nullptr) {
     return Status::NotFound("no such family",
@@ -389,7 +423,6 @@ Status DBImpl::VisitCell(std::string_view table, std::string_view row,
   // the row (their own Bloom keys, see store/doc/key_format.md). The cell
   // prefix begins with the family prefix, which begins with the row
   // prefix: one string holds all three.
-  PointScratchLease scratch;
   std::string& cell_key = scratch->cell_key;
   cell_key.clear();
   AppendCellPrefix(&cell_key, state.table->id, row, fs->id, qualifier);
@@ -405,8 +438,10 @@ Status DBImpl::VisitCell(std::string_view table, std::string_view row,
   stop.assign(cell_prefix).push_back('\x03');  // after every key of the cell
   // No family / column filter: Seek goes straight to the cell (past the
   // row's and the family's markers) and stop ends the read after it.
-  StartPointCursor(state, options, row, row_prefix, bloom_keys,
-                   /*use_filter=*/false, cursor);
+  if (!StartPointCursor(state, options, row, row_prefix, bloom_keys,
+                        /*use_filter=*/false, cursor)) {
+    return Status::OK();
+  }
   bool more = true;
   for (cursor->Seek(row, family, qualifier);
        more && cursor->Valid() && cursor->family_id() == fs->id &&
@@ -463,9 +498,9 @@ Result<std::unique_ptr<Scanner>> DBImpl::NewScanner(
   // Rows with the prefix sort at or after it.
   std::string_view first_row = options.start_row;
   if (options.prefix > first_row) first_row = options.prefix;
-  TABLETFS_ASSIGN_OR_RETURN(
-      ReadState state,
-      PinReadState(table, options.read, first_row, options.end_row, false));
+  ReadState state;
+  TABLETFS_RETURN_IF_ERROR(PinReadState(table, options.read, first_row,
+                                        options.end_row, false, &state));
   stat_scans_.fetch_add(1, std::memory_order_relaxed);
   auto cursor = NewCursor(state, options.read, options.start_row,
                           options.end_row, options.prefix);

@@ -160,6 +160,7 @@ TEST_F(DBConcurrencyTest, AReaderFindsEveryRowAnotherThreadWrote) {
   writer.join();
   EXPECT_FALSE(failed.load());
   EXPECT_GT(checked, 10);
+  ASSERT_TRUE(db_->WaitForIdle().ok());
   EXPECT_GT(db_->GetStats().flushes, 5u) << db_->GetStats().ToString();
 }
 

@@ -14,7 +14,7 @@ Result<std::optional<CellStat>> Bigtable::StatCell(std::string_view table,
   if (!cells.ok()) return cells.status();
   if (cells->empty()) return std::optional<CellStat>();
   return std::optional<CellStat>(
-      CellStat{(*cells)[0].timestamp, (*cells)[0].value.size()});
+      CellStat{(*cells)[0].timestamp, (*cells)[0].value.size(), std::nullopt});
 }
 
 }  // namespace tabletfs

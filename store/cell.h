@@ -5,6 +5,7 @@
 #define TABLETFS_STORE_CELL_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct Cell {
 struct CellStat {
   int64_t timestamp = 0;  // microseconds since the epoch
   uint64_t value_size = 0;
+  // XXH64 (seed 0) of the value, when the store knows it without reading
+  // the value (the engine: a value kept in a value file, whose reference
+  // holds it); nullopt otherwise.
+  std::optional<uint64_t> value_xxh64;
 
   bool operator==(const CellStat &other) const = default;
 };

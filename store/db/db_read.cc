@@ -483,10 +483,15 @@ Result<std::optional<CellStat>> DBImpl::StatCell(std::string_view table,
   TABLETFS_RETURN_IF_ERROR(
       VisitCell(table, row, family, qualifier, options,
                 [&](CellCursor& cursor, bool* more) -> Status {
-                  const uint64_t size = cursor.kind() == EntryKind::kPut
-                                            ? cursor.raw_value().size()
-                                            : ValueRefSize(cursor.raw_value());
-                  out = CellStat{cursor.timestamp(), size};
+                  out = CellStat{cursor.timestamp(), 0, std::nullopt};
+                  if (cursor.kind() == EntryKind::kPut) {
+                    out->value_size = cursor.raw_value().size();
+                  } else if (Result<ValueRef> ref =
+                                 ValueRef::DecodeFrom(cursor.raw_value());
+                             ref.ok()) {
+                    out->value_size = ref->size;
+                    out->value_xxh64 = ref->checksum;
+                  }
                   *more = false;
                   return Status::OK();
                 }));

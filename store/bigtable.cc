@@ -1,5 +1,7 @@
 #include "store/bigtable.h"
 
+#include "store/util/hash.h"
+
 namespace tabletfs {
 
 Result<std::optional<CellStat>> Bigtable::StatCell(std::string_view table,
@@ -13,8 +15,11 @@ Result<std::optional<CellStat>> Bigtable::StatCell(std::string_view table,
       ReadCell(table, row, family, qualifier, newest);
   if (!cells.ok()) return cells.status();
   if (cells->empty()) return std::optional<CellStat>();
+  // The value was read anyway: its hash saves a caller that compares
+  // values (a commit through the mount) reading it again.
+  const Cell& c = (*cells)[0];
   return std::optional<CellStat>(
-      CellStat{(*cells)[0].timestamp, (*cells)[0].value.size(), std::nullopt});
+      CellStat{c.timestamp, c.value.size(), Hash64(c.value)});
 }
 
 }  // namespace tabletfs

@@ -273,8 +273,9 @@ class Bigtable {
   // The newest visible version of one cell, without its value: its
   // timestamp and value size (nullopt: none), for a stat(2) that must not
   // read a 64 MiB value. options.max_versions, families and columns are
-  // ignored. Errors as ReadCell. This default reads the value (ReadCell);
-  // a store that knows sizes apart from values answers without it.
+  // ignored. Errors as ReadCell. This default reads the value (ReadCell)
+  // and gives its XXH64 too; a store that knows sizes apart from values
+  // answers without it.
   virtual Result<std::optional<CellStat>> StatCell(std::string_view table,
                                                    std::string_view row,
                                                    std::string_view family,

@@ -26,9 +26,9 @@ struct Cell {
 struct CellStat {
   int64_t timestamp = 0;  // microseconds since the epoch
   uint64_t value_size = 0;
-  // XXH64 (seed 0) of the value, when the store knows it without reading
-  // the value (the engine: a value kept in a value file, whose reference
-  // holds it); nullopt otherwise.
+  // XXH64 (seed 0) of the value, when the store has it at hand: the
+  // engine for a value kept in a value file (its reference holds it), the
+  // default StatCell (which reads the value) always; nullopt otherwise.
   std::optional<uint64_t> value_xxh64;
 
   bool operator==(const CellStat &other) const = default;

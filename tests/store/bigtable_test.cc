@@ -14,6 +14,7 @@
 #include "store/db.h"
 #include "store/env/mem_env.h"
 #include "store/reference/reference_bigtable.h"
+#include "store/util/hash.h"
 
 namespace tabletfs {
 namespace {
@@ -425,6 +426,10 @@ TEST_P(BigtableTest, StatCellIsTheNewestVersionWithoutItsValue) {
   ASSERT_TRUE(newest.ok()) << newest.status().ToString();
   EXPECT_EQ((*newest)->value_size, 6u);
   EXPECT_EQ((*newest)->timestamp, 20);
+  // A hash, when given, is the value's XXH64 (a commit trusts it).
+  if ((*newest)->value_xxh64.has_value()) {
+    EXPECT_EQ(*(*newest)->value_xxh64, Hash64("second"));
+  }
   ReadOptions past;
   past.at = 15;
   past.max_versions = 0;  // ignored: one version

@@ -51,6 +51,11 @@ constexpr std::chrono::seconds kRetryDue{1};
 // is dropped after this.
 constexpr std::chrono::seconds kDueKept{60};
 
+// How many times a writer's open looks for the writers to join before it
+// stays on its own inode (each try after the first finds writers that
+// closed meanwhile).
+constexpr int kJoinAttempts = 4;
+
 // Whether a writer opened with `flags` may use the page cache (see
 // SetCellIo): read-write, not O_APPEND (the kernel would place appended
 // bytes at its own idea of the end in pages, while the store appends at
@@ -127,10 +132,37 @@ FsError WritePath::ReadForOpen(const Node& n, bool value, bool write,
 FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
                                 const OpenRequest& request, bool write,
                                 Opened* out) {
-  std::shared_ptr<OpenCell> cell = fs_->open_cells().Get(ino, n);
+  // A writer's open that stays on `ino` (a retry, see MoveToOwnInode)
+  // while the cell's writers are open on another inode shares their
+  // pending value, through direct I/O, so that nothing it writes enters
+  // the pages of `ino`, which readers may hold. When they all closed
+  // before it joined, it opens on `ino` after all (and may join others).
+  OpenPass pass = OpenPass::kFirst;
+  uint64_t state_ino = ino;
+  for (int attempt = 1;; attempt++) {
+    std::optional<uint64_t> join;
+    FsError e = OpenCellOn(ino, n, request, write, pass, state_ino,
+                           attempt < kJoinAttempts, out, &join);
+    if (!join.has_value()) return e;
+    pass = *join == ino ? OpenPass::kAgain : OpenPass::kJoin;
+    state_ino = *join;
+  }
+}
+
+FsError WritePath::OpenCellOn(uint64_t ino, const Node& n,
+                              const OpenRequest& request, bool write,
+                              OpenPass pass, uint64_t state_ino, bool may_join,
+                              Opened* out, std::optional<uint64_t>* join) {
+  join->reset();
+  std::shared_ptr<OpenCell> cell = fs_->open_cells().Get(state_ino, n);
   MutexLock lock(cell->mu());
   const pid_t pid = request.caller.pid;
-  if (!fs_->options().single_threaded) {
+  if (pass == OpenPass::kJoin && (!cell->HasWriters() || cell->unlinked())) {
+    fs_->open_cells().Put(cell);
+    *join = ino;  // they all closed: back to the open's own inode
+    return FsError::Ok();
+  }
+  if (pass == OpenPass::kFirst && !fs_->options().single_threaded) {
     // RELEASE is served by another thread: wait for those of descriptors
     // just closed (bounded: a dup may still be open).
     if (!write) {
@@ -162,7 +194,7 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
   // a new one. A retry is never moved again (its ESTALE would reach the
   // caller): where it races another open, the two kinds share an inode,
   // with readers on direct I/O.
-  const bool retry = TakeDue(n, pid, write);
+  const bool retry = pass != OpenPass::kFirst || TakeDue(n, pid, write);
   if (write && !retry && MoveToOwnInode(n, ino, *cell, true, pid)) {
     fs_->open_cells().Put(cell);
     return FsError::Of(ESTALE, "inode " + std::to_string(ino) + " of " +
@@ -181,6 +213,20 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
       return FsError::Of(ESTALE, "inode " + std::to_string(ino) + " of " +
                                      n.DebugPath() +
                                      " is open for writing: a reader moves");
+    }
+  }
+  // A writer decides whose writers it joins, and attaches, under its
+  // cell's attach lock: two writers' opens on two inodes of the cell at
+  // once (a retry and another open) would each find no writers elsewhere
+  // and keep pending values of their own. (std::unique_lock: taken for
+  // writers only, which the thread-safety analysis cannot follow.)
+  std::unique_lock<std::mutex> attaching;
+  if (write) attaching = std::unique_lock(AttachMutex(n));
+  if (write && pass != OpenPass::kJoin && may_join &&
+      (!cell->HasWriters() || cell->unlinked())) {
+    if ((*join = WritersInode(n, ino)).has_value()) {
+      fs_->open_cells().Put(cell);
+      return FsError::Ok();
     }
   }
   // The store is read with the cell's lock held: a writer that commits
@@ -214,7 +260,8 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
     const bool recent =
         v.exists && NowMicros() - v.timestamp < kRecentCommitMicros;
     const bool direct = cell->HasPending() || cell->HasPageCacheWriters() ||
-                        WriterDue(n) || WritersElsewhere(n, ino) || recent;
+                        WriterDue(n) || WritersInode(n, ino).has_value() ||
+                        recent;
     if (direct) {
       out->direct_io = true;
     } else {
@@ -238,7 +285,8 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
                            : FileHandle::Mode::kWrite;
   // Not while a reader reads through the page cache: it would see the
   // pending bytes there.
-  const bool page_cache = CanUsePageCache(flags, *cell);
+  const bool page_cache =
+      pass != OpenPass::kJoin && CanUsePageCache(flags, *cell);
   const bool shared_pages = cell->HasPageCacheWriters();
   const bool create = recreate || (!v.exists && !writers);
   uint64_t desc =
@@ -253,6 +301,10 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
   SetCellIo(out, page_cache, shared_pages);
   out->handle = std::make_shared<FileHandle>(ino, n, m, cell, desc);
   return FsError::Ok();
+}
+
+std::mutex& WritePath::AttachMutex(const Node& n) {
+  return attach_mu_[NodeHash()(n) % attach_mu_.size()];
 }
 
 bool WritePath::MoveToOwnInode(const Node& n, uint64_t ino, OpenCell& cell,
@@ -301,15 +353,15 @@ WritePath::OtherInodes(uint64_t ino, std::optional<uint64_t> bound,
   return out;
 }
 
-bool WritePath::WritersElsewhere(const Node& n, uint64_t ino) {
-  // Without a retired inode the cell has one (every reader's open asks).
+std::optional<uint64_t> WritePath::WritersInode(const Node& n, uint64_t ino) {
+  // Without a retired inode the cell has one (every open asks).
   const std::vector<uint64_t> retired = fs_->inodes().Retired(n);
-  if (retired.empty()) return false;
+  if (retired.empty()) return std::nullopt;
   for (const auto& [other, c] :
        OtherInodes(ino, fs_->inodes().Find(n), retired)) {
-    if (c && c->WritersNow()) return true;
+    if (c && c->WritersNow()) return other;
   }
-  return false;
+  return std::nullopt;
 }
 
 void WritePath::SetDue(const Node& n, pid_t pid, bool write) {

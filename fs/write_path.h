@@ -15,9 +15,11 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -119,6 +121,18 @@ class WritePath {
   // exactly T, for a reader, as of T.
   FsError ReadForOpen(const Node& n, bool value, bool write,
                       CommittedVersion* out);
+  // OpenCellFile's passes over the open of `ino`: kFirst the open as it
+  // came (it may wait for releases and move to another inode); kJoin
+  // attaches it to the writers of `state_ino`, or, when they all closed,
+  // names `ino` in *join; kAgain opens it on `ino` again, moving nothing.
+  // Unless kJoin, a writer's open with `may_join` that finds writers of
+  // the cell on another inode names that inode in *join instead.
+  enum class OpenPass { kFirst, kJoin, kAgain };
+  FsError OpenCellOn(uint64_t ino, const Node& n, const OpenRequest& request,
+                     bool write, OpenPass pass, uint64_t state_ino,
+                     bool may_join, Opened* out, std::optional<uint64_t>* join);
+  // The lock a writer's open of `n` decides and attaches under (striped).
+  std::mutex& AttachMutex(const Node& n);
   FsError WriteCell(FileHandle& h, const char* buf, size_t size, off_t off);
   void ReleaseCell(FileHandle& h);
   // A created cell stops being listed from memory (it is in the store, or
@@ -140,10 +154,11 @@ class WritePath {
   std::vector<std::pair<uint64_t, std::shared_ptr<OpenCell>>> OtherInodes(
       uint64_t ino, std::optional<uint64_t> bound,
       const std::vector<uint64_t>& retired);
-  // Whether writers of the cell are open on an inode other than `ino`:
-  // readers of `ino` then read around the page cache, as beside writers
-  // on their own inode.
-  bool WritersElsewhere(const Node& n, uint64_t ino);
+  // The inode other than `ino` on which writers of the cell are open, if
+  // any: readers of `ino` then read around the page cache, as beside
+  // writers on their own inode, and a writer's open that stays on `ino`
+  // joins them (OpenCellFile).
+  std::optional<uint64_t> WritersInode(const Node& n, uint64_t ino);
   // Opens moved to another inode of the cell are due to come again from
   // the same thread (the kernel's LOOKUP_REVAL retry): TakeDue says
   // whether this open is that retry (it is never moved again: its ESTALE
@@ -160,6 +175,9 @@ class WritePath {
     bool write;
     std::chrono::steady_clock::time_point at;  // when the open moved
   };
+  // Taken under a cell's mu(), before the inode table's and the open
+  // cells registry's locks.
+  std::array<std::mutex, 64> attach_mu_;
   Mutex due_mu_;  // a leaf: taken under a cell's mu(), takes nothing
   std::unordered_map<Node, std::vector<Due>, NodeHash> due_ GUARDED_BY(due_mu_);
 };

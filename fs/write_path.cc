@@ -215,6 +215,12 @@ FsError WritePath::OpenCellOn(uint64_t ino, const Node& n,
                                      " is open for writing: a reader moves");
     }
   }
+  // The store is read with the cell's lock held: a writer that commits
+  // and closes meanwhile is either still a writer here or committed.
+  CommittedVersion v;
+  FsError e =
+      ReadForOpen(n, NeedsBytesAtOpen(n, request.flags, write), write, &v);
+  const bool writers = cell->HasWriters() && !cell->unlinked();
   // A writer decides whose writers it joins, and attaches, under its
   // cell's attach lock: two writers' opens on two inodes of the cell at
   // once (a retry and another open) would each find no writers elsewhere
@@ -222,19 +228,14 @@ FsError WritePath::OpenCellOn(uint64_t ino, const Node& n,
   // writers only, which the thread-safety analysis cannot follow.)
   std::unique_lock<std::mutex> attaching;
   if (write) attaching = std::unique_lock(AttachMutex(n));
-  if (write && pass != OpenPass::kJoin && may_join &&
-      (!cell->HasWriters() || cell->unlinked())) {
+  if (write && !writers && pass != OpenPass::kJoin && may_join) {
+    // (Before the checks below: a cell the writers created has no
+    // version yet.)
     if ((*join = WritersInode(n, ino)).has_value()) {
       fs_->open_cells().Put(cell);
       return FsError::Ok();
     }
   }
-  // The store is read with the cell's lock held: a writer that commits
-  // and closes meanwhile is either still a writer here or committed.
-  CommittedVersion v;
-  FsError e =
-      ReadForOpen(n, NeedsBytesAtOpen(n, request.flags, write), write, &v);
-  const bool writers = cell->HasWriters() && !cell->unlinked();
   bool recreate = false;
   if (e.ok() && !v.exists && !writers && (!n.at.has_value() || !write)) {
     recreate = write && fs_->Vanished(ino);

@@ -79,7 +79,9 @@ FsError DataTreeArea::StatOpen(const Node& node, uint64_t ino, FileHandle* h,
   // writers hold (it would read past the committed end).
   if (node.kind != NodeKind::kCell) h = nullptr;
   const bool reader = h != nullptr && WritePath::IsCellReader(*h);
-  FsError e = Stat(node, reader ? 0 : ino, st);
+  // A writer's size is its open state's (the kernel asks with the
+  // descriptor at lseek(SEEK_END)), also where it joined another inode's.
+  FsError e = Stat(node, reader ? 0 : WritePath::StateInode(ino, h), st);
   st->st_ino = ino;
   if (e.err == ENOENT && h != nullptr) {
     // fstat (and the kernel before a read) of a descriptor whose cell was

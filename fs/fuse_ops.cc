@@ -198,7 +198,7 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
     int64_t micros = (to_set & FUSE_SET_ATTR_MTIME_NOW)
                          ? NowMicros()
                          : TimespecToMicros(attr->st_mtim);
-    e = area.SetMtime(n, ino, micros);
+    e = area.SetMtime(n, WritePath::StateInode(ino, h.get()), micros);
     if (!e.ok()) return Refuse(req, "utimensat", n.DebugPath(), e);
   }
   if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
@@ -210,7 +210,7 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
     if (!e.ok()) return Refuse(req, "chmod/chown", n.DebugPath(), e);
   }
   struct stat st;
-  e = fs.Stat(n, ino, &st);
+  e = fs.Stat(n, WritePath::StateInode(ino, h.get()), &st);
   if (!e.ok()) return Refuse(req, "setattr", n.DebugPath(), e);
   ReplyAttr(req, n, ino, st);
 }

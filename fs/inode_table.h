@@ -11,6 +11,8 @@
 //                           file are serialized); unlink and rename
 //                           hold several OpenCell::mu_, taken in the
 //                           order of their inode numbers
+//   1a. WritePath::attach_mu_ (a stripe: a writer's open decides whose
+//                           writers it joins, and attaches, under it)
 //   2. OpenCells::mu_       (the registry of open states, by inode)
 //   3. DirHandle::mu_       (one open directory's cursor)
 //   4. EphemeralDirs::mu_   (directories made by mkdir)
@@ -18,7 +20,7 @@
 //   6. Invalidator::mu_     (the notice queue)
 //   LockTable::mu_ (fcntl and flock locks) is a leaf: taken under any of
 //   them, it takes nothing.
-// Store calls are never made while 2 to 6 is held; every lock is released
+// Store calls are never made while 1a or 2 to 6 is held; every lock is released
 // before a reply is sent to the kernel.
 //
 // Thread safety: all methods may be called concurrently.

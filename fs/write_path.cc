@@ -51,10 +51,10 @@ constexpr std::chrono::seconds kRetryDue{1};
 // is dropped after this.
 constexpr std::chrono::seconds kDueKept{60};
 
-// How many times a writer's open looks for the writers to join before it
-// stays on its own inode (each try after the first finds writers that
-// closed meanwhile).
-constexpr int kJoinAttempts = 4;
+// How many times a writer's open looks for writers to join on another
+// inode before it stays on its own (each look after the first follows a
+// join that found those writers closed).
+constexpr int kJoinLooks = 3;
 
 // Whether a writer opened with `flags` may use the page cache (see
 // SetCellIo): read-write, not O_APPEND (the kernel would place appended
@@ -139,11 +139,20 @@ FsError WritePath::OpenCellFile(uint64_t ino, const Node& n,
   // before it joined, it opens on `ino` after all (and may join others).
   OpenPass pass = OpenPass::kFirst;
   uint64_t state_ino = ino;
-  for (int attempt = 1;; attempt++) {
+  for (int looks = 1;; looks += pass == OpenPass::kJoin ? 0 : 1) {
     std::optional<uint64_t> join;
-    FsError e = OpenCellOn(ino, n, request, write, pass, state_ino,
-                           attempt < kJoinAttempts, out, &join);
-    if (!join.has_value()) return e;
+    const bool may_join = looks <= kJoinLooks;
+    FsError e = OpenCellOn(ino, n, request, write, pass, state_ino, may_join,
+                           out, &join);
+    if (!join.has_value()) {
+      if (!may_join && WritersInode(n, ino).has_value()) {
+        Log(LogLevel::kWarning,
+            "open of " + n.DebugPath() + " (inode " + std::to_string(ino) +
+                ") keeps a pending value of its own: the writers it tried "
+                "to join on another inode kept closing");
+      }
+      return e;
+    }
     pass = *join == ino ? OpenPass::kAgain : OpenPass::kJoin;
     state_ino = *join;
   }
@@ -157,9 +166,12 @@ FsError WritePath::OpenCellOn(uint64_t ino, const Node& n,
   std::shared_ptr<OpenCell> cell = fs_->open_cells().Get(state_ino, n);
   MutexLock lock(cell->mu());
   const pid_t pid = request.caller.pid;
-  if (pass == OpenPass::kJoin && (!cell->HasWriters() || cell->unlinked())) {
+  if (pass == OpenPass::kJoin &&
+      (!cell->HasWriters() || cell->unlinked() || !(cell->node() == n))) {
+    // They all closed, or their cell was removed or renamed meanwhile:
+    // back to the open's own inode.
     fs_->open_cells().Put(cell);
-    *join = ino;  // they all closed: back to the open's own inode
+    *join = ino;
     return FsError::Ok();
   }
   if (pass == OpenPass::kFirst && !fs_->options().single_threaded) {
@@ -228,9 +240,11 @@ FsError WritePath::OpenCellOn(uint64_t ino, const Node& n,
   // writers only, which the thread-safety analysis cannot follow.)
   std::unique_lock<std::mutex> attaching;
   if (write) attaching = std::unique_lock(AttachMutex(n));
-  if (write && !writers && pass != OpenPass::kJoin && may_join) {
-    // (Before the checks below: a cell the writers created has no
-    // version yet.)
+  // (Not for a descriptor of a removed cell: the writers of a new file of
+  // that name are not its. Before the checks below: a cell the writers
+  // created has no version yet.)
+  if (write && !cell->HasWriters() && !cell->unlinked() &&
+      pass != OpenPass::kJoin && may_join) {
     if ((*join = WritersInode(n, ino)).has_value()) {
       fs_->open_cells().Put(cell);
       return FsError::Ok();

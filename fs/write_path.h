@@ -70,6 +70,12 @@ class WritePath {
   static uint64_t SizeOf(FileHandle& h);
   // Whether `h` reads a cell's committed versions (not a writer).
   static bool IsCellReader(FileHandle& h);
+  // The inode whose open state the descriptor `h` (if any) of inode `ino`
+  // uses: another inode's, for a writer that joined the writers there
+  // (OpenCellFile); else `ino`.
+  static uint64_t StateInode(uint64_t ino, const FileHandle* h) {
+    return h != nullptr && h->cell() ? h->cell()->ino() : ino;
+  }
 
   // ---- Commits ----
   // Commits the open cell for its descriptor `descriptor` (0: by path) and

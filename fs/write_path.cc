@@ -424,19 +424,56 @@ FsError WritePath::CreateCell(const Node& n, const OpenRequest& request,
   TABLETFS_FS_RETURN_IF_ERROR(fs_->CheckFuture(n));
   auto settings = fs_->db()->GetFamily(n.table, n.family);
   if (!settings.ok()) return FsErrorFromStatus(settings.status());
+  const uint64_t ino = fs_->inodes().Lookup(n);
+  // As OpenCellFile: a create on an inode whose cell has no writers while
+  // another inode of the cell has them joins those (a local disk has one
+  // file under the name); when they closed meanwhile, it creates on its
+  // own inode after all.
+  std::optional<uint64_t> join;
+  FsError e = CreateCellOn(ino, n, request, *settings, OpenPass::kFirst, ino,
+                           out, entry, &join);
+  if (join.has_value()) {
+    e = CreateCellOn(ino, n, request, *settings, OpenPass::kJoin, *join, out,
+                     entry, &join);
+  }
+  if (join.has_value()) {
+    e = CreateCellOn(ino, n, request, *settings, OpenPass::kAgain, ino, out,
+                     entry, &join);
+  }
+  // The lookup counted for the entry reply, which an error does not send.
+  if (!e.ok()) fs_->inodes().Forget(ino, 1);
+  return e;
+}
+
+FsError WritePath::CreateCellOn(uint64_t ino, const Node& n,
+                                const OpenRequest& request,
+                                const FamilySettings& settings, OpenPass pass,
+                                uint64_t state_ino, Opened* out, Entry* entry,
+                                std::optional<uint64_t>* join) {
+  join->reset();
   const int flags = request.flags;
-  uint64_t ino = fs_->inodes().Lookup(n);
-  std::shared_ptr<OpenCell> cell = fs_->open_cells().Get(ino, n);
+  std::shared_ptr<OpenCell> cell = fs_->open_cells().Get(state_ino, n);
   MutexLock lock(cell->mu());
+  if (pass == OpenPass::kJoin &&
+      (!cell->HasWriters() || cell->unlinked() || !(cell->node() == n))) {
+    fs_->open_cells().Put(cell);
+    *join = ino;  // back to the create's own inode
+    return FsError::Ok();
+  }
   CommittedVersion v;
   FsError e = ReadForOpen(n, NeedsBytesAtOpen(n, flags, true), true, &v);
-  const bool others = cell->HasWriters() && !cell->unlinked();
+  std::lock_guard<std::mutex> attaching(AttachMutex(n));
+  bool others = cell->HasWriters() && !cell->unlinked();
+  if (pass == OpenPass::kFirst && !others && !cell->unlinked()) {
+    *join = WritersInode(n, ino);
+    others = join->has_value();
+  }
   if (e.ok() && (v.exists || others) && (flags & O_EXCL)) {
     e = FsError::Of(EEXIST, n.DebugPath() + " exists");
   }
-  if (!e.ok()) {
+  if (!e.ok() || join->has_value()) {
+    if (!e.ok()) join->reset();
     fs_->open_cells().Put(cell);
-    fs_->inodes().Forget(ino, 1);
     return e;
   }
   const bool create = !v.exists && !others;
@@ -444,7 +481,9 @@ FsError WritePath::CreateCell(const Node& n, const OpenRequest& request,
   FileHandle::Mode m = (flags & O_APPEND) ? FileHandle::Mode::kAppend
                                           : FileHandle::Mode::kWrite;
   if (n.at.has_value()) m = FileHandle::Mode::kWrite;
-  const bool page_cache = CanUsePageCache(flags, *cell);
+  // A create that joined writes around the pages of its own inode.
+  const bool page_cache =
+      pass != OpenPass::kJoin && CanUsePageCache(flags, *cell);
   const bool shared_pages = cell->HasPageCacheWriters();
   fs_->ForgetVanished(ino);  // created again
   uint64_t desc = cell->Attach(AccessOf(m), std::move(v),
@@ -458,7 +497,7 @@ FsError WritePath::CreateCell(const Node& n, const OpenRequest& request,
   }
   out->handle = std::make_shared<FileHandle>(ino, n, m, cell, desc);
   entry->ino = ino;
-  fs_->FileStat(ino, *settings, cell->PendingSize().value_or(0), NowMicros(),
+  fs_->FileStat(ino, settings, cell->PendingSize().value_or(0), NowMicros(),
                 &entry->attr);
   entry->entry_timeout = fs_->EntryTimeout(n);
   entry->attr_timeout = fs_->OpenCellAttrTimeout(n, *cell);

@@ -137,6 +137,12 @@ class WritePath {
   FsError OpenCellOn(uint64_t ino, const Node& n, const OpenRequest& request,
                      bool write, OpenPass pass, uint64_t state_ino,
                      bool may_join, Opened* out, std::optional<uint64_t>* join);
+  // CreateCell's passes, as OpenCellOn's (kAgain creates on `ino`,
+  // joining nothing).
+  FsError CreateCellOn(uint64_t ino, const Node& n, const OpenRequest& request,
+                       const FamilySettings& settings, OpenPass pass,
+                       uint64_t state_ino, Opened* out, Entry* entry,
+                       std::optional<uint64_t>* join);
   // The lock a writer's open of `n` decides and attaches under (striped).
   std::mutex& AttachMutex(const Node& n);
   FsError WriteCell(FileHandle& h, const char* buf, size_t size, off_t off);

@@ -166,10 +166,8 @@ FsError WritePath::OpenCellOn(uint64_t ino, const Node& n,
   std::shared_ptr<OpenCell> cell = fs_->open_cells().Get(state_ino, n);
   MutexLock lock(cell->mu());
   const pid_t pid = request.caller.pid;
-  if (pass == OpenPass::kJoin &&
-      (!cell->HasWriters() || cell->unlinked() || !(cell->node() == n))) {
-    // They all closed, or their cell was removed or renamed meanwhile:
-    // back to the open's own inode.
+  if (pass == OpenPass::kJoin && !Joinable(*cell, n)) {
+    // Back to the open's own inode.
     fs_->open_cells().Put(cell);
     *join = ino;
     return FsError::Ok();
@@ -318,6 +316,12 @@ FsError WritePath::OpenCellOn(uint64_t ino, const Node& n,
   return FsError::Ok();
 }
 
+bool WritePath::Joinable(OpenCell& cell, const Node& n) {
+  // Not when they all closed, or their cell was removed or renamed, since
+  // the open chose to join them.
+  return cell.HasWriters() && !cell.unlinked() && cell.node() == n;
+}
+
 std::mutex& WritePath::AttachMutex(const Node& n) {
   return attach_mu_[NodeHash()(n) % attach_mu_.size()];
 }
@@ -454,8 +458,7 @@ FsError WritePath::CreateCellOn(uint64_t ino, const Node& n,
   const int flags = request.flags;
   std::shared_ptr<OpenCell> cell = fs_->open_cells().Get(state_ino, n);
   MutexLock lock(cell->mu());
-  if (pass == OpenPass::kJoin &&
-      (!cell->HasWriters() || cell->unlinked() || !(cell->node() == n))) {
+  if (pass == OpenPass::kJoin && !Joinable(*cell, n)) {
     fs_->open_cells().Put(cell);
     *join = ino;  // back to the create's own inode
     return FsError::Ok();

@@ -143,6 +143,9 @@ class WritePath {
                        const FamilySettings& settings, OpenPass pass,
                        uint64_t state_ino, Opened* out, Entry* entry,
                        std::optional<uint64_t>* join);
+  // Whether a kJoin pass may attach to `cell`, the writers' state it chose
+  // for an open of `n`.
+  static bool Joinable(OpenCell& cell, const Node& n) REQUIRES(cell.mu());
   // The lock a writer's open of `n` decides and attaches under (striped).
   std::mutex& AttachMutex(const Node& n);
   FsError WriteCell(FileHandle& h, const char* buf, size_t size, off_t off);

@@ -486,9 +486,12 @@ Result<std::optional<CellStat>> DBImpl::StatCell(std::string_view table,
                   out = CellStat{cursor.timestamp(), 0, std::nullopt};
                   if (cursor.kind() == EntryKind::kPut) {
                     out->value_size = cursor.raw_value().size();
-                  } else if (Result<ValueRef> ref =
-                                 ValueRef::DecodeFrom(cursor.raw_value());
-                             ref.ok()) {
+                  } else {
+                    // A reference that does not decode is damage, not a
+                    // size of 0.
+                    Result<ValueRef> ref =
+                        ValueRef::DecodeFrom(cursor.raw_value());
+                    if (!ref.ok()) return ref.status();
                     out->value_size = ref->size;
                     out->value_xxh64 = ref->checksum;
                   }

@@ -269,12 +269,13 @@ FsError WritePath::OpenCellOn(uint64_t ino, const Node& n,
     // reader's read() can mix two versions in it (README "Where this
     // differs", item 1), and a cell just written is the one likely to be
     // written again: `echo x > f; cat f` loops, a writer between two
-    // sessions. A cell at rest is read through the page cache.
+    // sessions. A cell at rest is read through the page cache, unless the
+    // caller asked for O_DIRECT: its read()s are then whole versions too.
     const bool recent =
         v.exists && NowMicros() - v.timestamp < kRecentCommitMicros;
-    const bool direct = cell->HasPending() || cell->HasPageCacheWriters() ||
-                        WriterDue(n) || WritersInode(n, ino).has_value() ||
-                        recent;
+    const bool direct = (request.flags & O_DIRECT) != 0 || cell->HasPending() ||
+                        cell->HasPageCacheWriters() || WriterDue(n) ||
+                        WritersInode(n, ino).has_value() || recent;
     if (direct) {
       out->direct_io = true;
     } else {

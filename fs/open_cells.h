@@ -284,6 +284,9 @@ class OpenCell {
   const Descriptor* Find(uint64_t id) const REQUIRES(mu_);
   // The pending appends, concatenated in write order.
   std::string PendingAppends() const REQUIRES(mu_);
+  // Faults in `buffer`'s room up to past `end` (a large pending value's
+  // next bytes) in one call; bytes below populated_ are done.
+  void PopulateRoom(std::string* buffer, uint64_t end) REQUIRES(mu_);
   // Folds the committed value and the pending appends into value_.
   void Load(std::string committed) REQUIRES(mu_);
   FsError LoadFromStore() REQUIRES(mu_);
@@ -329,6 +332,9 @@ class OpenCell {
   // The pending value (valid once loaded_).
   bool loaded_ GUARDED_BY(mu_) = false;
   std::string value_ GUARDED_BY(mu_);
+  // The buffer PopulateRoom last populated, and how far.
+  uintptr_t populated_base_ GUARDED_BY(mu_) = 0;
+  uint64_t populated_ GUARDED_BY(mu_) = 0;
   // Writes and truncates so far, and how many of them are committed.
   uint64_t changes_ GUARDED_BY(mu_) = 0;
   uint64_t committed_changes_ GUARDED_BY(mu_) = 0;

@@ -8,7 +8,7 @@
 #
 # BIN_DIR holds `tabletfs` and `tabletfs_fsbench` (e.g. build/api/bin of two
 # checkouts). Root (or a user allowed to mount FUSE). Prints every run's
-# MB/s, then each build's median, lowest and highest.
+# MB/s (the range is read from those lines), then each build's median.
 set -euo pipefail
 
 base="" new="" work="" runs=8 mib=64
@@ -26,29 +26,29 @@ if [[ -z "$base" || -z "$new" || -z "$work" ]]; then
   echo "usage: bigwrite_compare.sh --base BIN_DIR --new BIN_DIR --work DIR" >&2
   exit 2
 fi
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/lib.sh"
+bench_require "$base" tabletfs tabletfs_fsbench
+base=$bin_dir
+bench_require "$new" tabletfs tabletfs_fsbench
+new=$bin_dir
 mkdir -p "$work"
-results=$work/results.txt
+results=$(cd "$work" && pwd)/results.txt
 : >"$results"
 
 one() {  # NAME BIN_DIR
-  local d=$work/run data mnt line i
-  rm -rf "$d"
-  mkdir -p "$d/data" "$d/mnt"
-  data=$d/data mnt=$d/mnt
-  "$2/tabletfs" "$data" "$mnt" 2>>"$work/daemon.log"
-  for ((i = 0; i < 50; i++)); do
-    mountpoint -q "$mnt" && break
-    sleep 0.1
-  done
+  local line
+  bin_dir=$2
+  bench_fresh_mount "$work/run"
   mkdir "$mnt/bench"
   mkdir -p "$mnt/.schema/bench"  # made with the table
   touch "$mnt/.schema/bench/f"
   mkdir -p "$mnt/bench/big/f"
-  line=$("$2/tabletfs_fsbench" write "$mnt/bench/big/f/cell" "$mib")
-  fusermount3 -u "$mnt"
+  line=$("$bin_dir/tabletfs_fsbench" write "$mnt/bench/big/f/cell" "$mib")
+  bench_unmount
   # The daemon holds the data directory's lock until it has closed the store.
   sleep 0.5
-  rm -rf "$d"
+  rm -rf "$data"
   echo "$1 $(sed -n 's/.*"mb_per_s":\([0-9.]*\).*/\1/p' <<<"$line")" |
     tee -a "$results"
 }
@@ -59,8 +59,7 @@ for ((i = 0; i < runs; i++)); do
 done
 
 for name in base new; do
-  awk -v n="$name" '$1 == n {print $2}' "$results" | sort -g |
-    awk -v n="$name" '{v[NR] = $1} END {
-      printf "%-5s median %8.1f MB/s  (lowest %.1f, highest %.1f, %d runs)\n",
-             n, v[int((NR + 1) / 2)], v[1], v[NR], NR}'
+  printf '%-5s median %8s MB/s (%d runs)\n' "$name" \
+    "$(bench_median "$results" "$name")" \
+    "$(awk -v n="$name" '$1 == n' "$results" | wc -l)"
 done

@@ -1,5 +1,6 @@
 # Shared by the mount benchmarks that run one fresh local mount
-# (prefix_compare.sh, changes_bench.sh, stage_compare.sh): source it, then
+# (prefix_compare.sh, changes_bench.sh, stage_compare.sh,
+# bigwrite_compare.sh): source it, then
 #
 #   bench_require BIN_DIR NAME...   exits unless each BIN_DIR/NAME is built;
 #                                   sets bin_dir to BIN_DIR's absolute path

@@ -50,6 +50,41 @@ class OpenCellsTest : public MountFixture {
     buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
     return buf;
   }
+  // The rewrite tests' versions: version i is RewriteLength(i) bytes of
+  // RewriteByte(i), ~5 MiB, each a different size.
+  static constexpr int kRewriteVersions = 20;
+  static size_t RewriteLength(int i) {
+    return (size_t{5} << 20) - size_t(i) * 70001;
+  }
+  static char RewriteByte(int i) { return static_cast<char>('a' + i); }
+  // `got` is one whole rewrite version.
+  static bool IsWholeVersion(const std::string& got) {
+    for (int i = 0; i < kRewriteVersions; i++) {
+      if (!got.empty() && got[0] == RewriteByte(i) &&
+          got.size() == RewriteLength(i) &&
+          got.find_first_not_of(RewriteByte(i)) == std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }
+  // A child process that writes versions 1.. of `path` in turn, each with
+  // O_TRUNC and 256 KiB writes, then exits 0 (2-4: a call failed).
+  static pid_t StartRewriter(const std::string& path) {
+    const pid_t writer = fork();
+    if (writer != 0) return writer;
+    for (int i = 1; i < kRewriteVersions; i++) {
+      std::string v(RewriteLength(i), RewriteByte(i));
+      int fd = open(path.c_str(), O_WRONLY | O_TRUNC);
+      if (fd < 0) _exit(2);
+      for (size_t off = 0; off < v.size(); off += 256 << 10) {
+        size_t n = std::min<size_t>(256 << 10, v.size() - off);
+        if (write(fd, v.data() + off, n) != static_cast<ssize_t>(n)) _exit(3);
+      }
+      if (close(fd) != 0) _exit(4);
+    }
+    _exit(0);
+  }
   // RandomInterleavingsMatchALocalFile's body.
   // With O_APPEND descriptors and MAP_PRIVATE mappings in the mix or not.
   void RunRandomOps(bool appends, bool private_mappings);
@@ -1704,39 +1739,14 @@ TEST_F(OpenCellsTest, ReadersDuringConcurrentRewritesSeeWholeVersions) {
   Mount();
   ShOk("mkdir -p t/r/f");
   const std::string path = Path("t/r/f/big");
-  constexpr int kVersions = 20;
-  auto length = [](int i) { return (size_t{5} << 20) - size_t(i) * 70001; };
-  auto byte = [](int i) { return static_cast<char>('a' + i); };
-  WriteFile(path, std::string(length(0), byte(0)));
+  WriteFile(path, std::string(RewriteLength(0), RewriteByte(0)));
   const int early = open(path.c_str(), O_RDONLY);  // before the writer
   ASSERT_GE(early, 0);
-  int done[2];
-  ASSERT_EQ(pipe(done), 0);
-  const pid_t writer = fork();
+  const pid_t writer = StartRewriter(path);
   ASSERT_GE(writer, 0);
-  if (writer == 0) {
-    close(done[0]);
-    for (int i = 1; i < kVersions; i++) {
-      std::string v(length(i), byte(i));
-      int fd = open(path.c_str(), O_WRONLY | O_TRUNC);
-      if (fd < 0) _exit(2);
-      for (size_t off = 0; off < v.size(); off += 256 << 10) {
-        size_t n = std::min<size_t>(256 << 10, v.size() - off);
-        if (write(fd, v.data() + off, n) != static_cast<ssize_t>(n)) _exit(3);
-      }
-      if (close(fd) != 0) _exit(4);
-    }
-    _exit(0);
-  }
-  close(done[1]);
   // "" for a whole version; else what the read returned.
   auto check = [&](const std::string& got) -> std::string {
-    for (int i = 0; i < kVersions; i++) {
-      if (!got.empty() && got[0] == byte(i) && got.size() == length(i) &&
-          got.find_first_not_of(byte(i)) == std::string::npos) {
-        return "";
-      }
-    }
+    if (IsWholeVersion(got)) return "";
     std::string runs;  // byte x length, run by run
     for (size_t i = 0; i < got.size();) {
       size_t j = got.find_first_not_of(got[i], i);
@@ -1766,10 +1776,9 @@ TEST_F(OpenCellsTest, ReadersDuringConcurrentRewritesSeeWholeVersions) {
     EXPECT_EQ(check(got), "") << "fresh reader, pass " << passes;
   }
   close(early);
-  close(done[0]);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  EXPECT_EQ(ReadFile(path), std::string(length(kVersions - 1),
-                                        byte(kVersions - 1)));
+  EXPECT_EQ(ReadFile(path), std::string(RewriteLength(kRewriteVersions - 1),
+                                        RewriteByte(kRewriteVersions - 1)));
   EXPECT_EQ(early_mixed, 0) << early_example;
   printf("%d passes; the reader opened before the writer read %d mixed "
          "values%s%s\n",
@@ -1786,44 +1795,19 @@ TEST_F(OpenCellsTest, AnODirectReaderOfACellAtRestReadsWholeVersions) {
   Mount();
   ShOk("mkdir -p t/r/f");
   const std::string path = Path("t/r/f/big");
-  constexpr int kVersions = 20;
-  auto length = [](int i) { return (size_t{5} << 20) - size_t(i) * 70001; };
-  auto byte = [](int i) { return static_cast<char>('a' + i); };
-  WriteFile(path, std::string(length(0), byte(0)));
+  WriteFile(path, std::string(RewriteLength(0), RewriteByte(0)));
   // At rest: more than a second after the last commit, no writer open.
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   const int reader = open(path.c_str(), O_RDONLY | O_DIRECT);
   ASSERT_GE(reader, 0) << strerror(errno);
-  const pid_t writer = fork();
+  const pid_t writer = StartRewriter(path);
   ASSERT_GE(writer, 0);
-  if (writer == 0) {
-    for (int i = 1; i < kVersions; i++) {
-      std::string v(length(i), byte(i));
-      int fd = open(path.c_str(), O_WRONLY | O_TRUNC);
-      if (fd < 0) _exit(2);
-      for (size_t off = 0; off < v.size(); off += 256 << 10) {
-        size_t n = std::min<size_t>(256 << 10, v.size() - off);
-        if (write(fd, v.data() + off, n) != static_cast<ssize_t>(n)) _exit(3);
-      }
-      if (close(fd) != 0) _exit(4);
-    }
-    _exit(0);
-  }
-  auto whole = [&](const std::string& got) {
-    for (int i = 0; i < kVersions; i++) {
-      if (!got.empty() && got[0] == byte(i) && got.size() == length(i) &&
-          got.find_first_not_of(byte(i)) == std::string::npos) {
-        return true;
-      }
-    }
-    return false;
-  };
   int passes = 0, mixed = 0;
   int status = 0;
   while (waitpid(writer, &status, WNOHANG) == 0) {
     passes++;
     std::string got = PRead(reader, 6 << 20);
-    if (!whole(got)) mixed++;
+    if (!IsWholeVersion(got)) mixed++;
   }
   close(reader);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;

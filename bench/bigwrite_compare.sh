@@ -34,12 +34,14 @@ bench_require "$new" tabletfs tabletfs_fsbench
 new=$bin_dir
 mkdir -p "$work"
 results=$(cd "$work" && pwd)/results.txt
+# Each run's mount, data and log (bench_fresh_mount sets `work` to it).
+runs_dir=$(cd "$work" && pwd)/run
 : >"$results"
 
 one() {  # NAME BIN_DIR
   local line
   bin_dir=$2
-  bench_fresh_mount "$work/run"
+  bench_fresh_mount "$runs_dir"
   mkdir "$mnt/bench"
   mkdir -p "$mnt/.schema/bench"  # made with the table
   touch "$mnt/.schema/bench/f"

@@ -1,6 +1,6 @@
 # Shared by the mount benchmarks that run one fresh local mount
 # (prefix_compare.sh, changes_bench.sh, stage_compare.sh,
-# bigwrite_compare.sh): source it, then
+# bigwrite_compare.sh, onedir_compare.sh): source it, then
 #
 #   bench_require BIN_DIR NAME...   exits unless each BIN_DIR/NAME is built;
 #                                   sets bin_dir to BIN_DIR's absolute path
@@ -8,8 +8,8 @@
 #                                   mounted at WORK/mnt by BIN_DIR/tabletfs
 #                                   (log: WORK/mount.log), unmounted at
 #                                   exit; sets work, data and mnt
-#   bench_median FILE NAME          the median of column 2 over FILE's lines
-#                                   whose column 1 is NAME
+#   bench_median FILE NAME [COL]    the median of column COL (default 2)
+#                                   over FILE's lines whose column 1 is NAME
 #
 # Each script keeps its own arguments and its own measurements.
 
@@ -34,10 +34,13 @@ bench_fresh_mount() {
   rm -rf "$data"
   mkdir -p "$data" "$mnt"
   trap bench_unmount EXIT
-  "$bin_dir/tabletfs" "$data" "$mnt" 2>>"$work/mount.log"
+  "$bin_dir/tabletfs" "$data" "$mnt" 2>>"$work/mount.log" || {
+    echo "$0: the mount failed: $work/mount.log says why" >&2
+    exit 1
+  }
 }
 
 bench_median() {
-  awk -v n="$2" '$1 == n { print $2 }' "$1" | sort -n |
+  awk -v n="$2" -v c="${3:-2}" '$1 == n { print $c }' "$1" | sort -n |
     awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }

@@ -210,6 +210,10 @@ void ChangeListener::Run() {
           "the store's change events ended (" + batch.status.ToString() + ")");
       return;
     }
+    // The daemon's own cache first: the notices below make the kernel ask
+    // again.
+    for (const ChangeEvent& e : batch.events) fs_->dir_times().Forget(e);
+    if (batch.lost > 0) fs_->dir_times().ForgetAll();
     Pass pass(fs_);
     for (const ChangeEvent& e : batch.events) {
       pass.Event(e);  // never the mount's own (exclude_origin)

@@ -41,7 +41,7 @@ FsError DataTreeArea::Stat(const Node& node, uint64_t ino, struct stat* st) {
       auto settings = db_->GetFamily(node.table, node.family);
       if (!settings.ok()) return FsErrorFromStatus(settings.status());
       DirTimes times;
-      TABLETFS_FS_RETURN_IF_ERROR(DirTimesOf(node, &times));
+      TABLETFS_FS_RETURN_IF_ERROR(DirTimesOf(node, &times, &*settings));
       if (!times.newest.has_value() && !MadeByMkdir(node)) {
         return FsError::Of(ENOENT, "no cells in " + node.DebugPath());
       }
@@ -161,7 +161,8 @@ FsError DataTreeArea::Exists(const Node& node, uint64_t ino) {
   return Stat(node, ino, &st);
 }
 
-FsError DataTreeArea::DirTimesOf(const Node& n, DirTimes* out) {
+FsError DataTreeArea::DirTimesOf(const Node& n, DirTimes* out,
+                                 const FamilySettings* settings) {
   if (n.kind == NodeKind::kRoot) {
     auto tables = db_->ListTables();
     if (!tables.ok()) return FsErrorFromStatus(tables.status());
@@ -185,6 +186,21 @@ FsError DataTreeArea::DirTimesOf(const Node& n, DirTimes* out) {
     if (!s.status().ok()) return FsErrorFromStatus(s.status());
     return FsError::Ok();
   }
+  // A family's cells expire with no write when its GC policy depends on
+  // time: such a family is scanned each time.
+  const bool kept = n.kind == NodeKind::kFamily && n.view == View::kCurrent &&
+                    !so.read.at.has_value() && settings != nullptr &&
+                    !settings->gc_policy.DependsOnTime();
+  DirTimesCache& cache = fs_->dir_times();
+  if (kept) {
+    std::optional<DirTimes> found = cache.Find(n.table, n.row, n.family);
+    if (found.has_value()) {
+      *out = *found;
+      return FsError::Ok();
+    }
+  }
+  std::optional<DirTimesCache::Scan> scan;
+  if (kept) scan.emplace(cache.StartScan(n.table, n.row, n.family));
   so.start_row = n.row;
   so.end_row = RowEnd(n.row);
   if (n.kind == NodeKind::kFamily) so.read.families = {n.family};
@@ -198,6 +214,7 @@ FsError DataTreeArea::DirTimesOf(const Node& n, DirTimes* out) {
     *out = ScanDirTimes(s, n.row, {}, MadeFamilies(n));
   }
   if (!s.status().ok()) return FsErrorFromStatus(s.status());
+  if (scan.has_value()) scan->Found(*out);
   return FsError::Ok();
 }
 

@@ -44,8 +44,10 @@ class DataTreeArea : public Area {
 
   // The DirTimes of a root, table, row or family directory (as of its
   // view's time; a table's from its first rows: ScanTableTimes). Reads no
-  // value.
-  FsError DirTimesOf(const Node& dir, DirTimes* out);
+  // value. A current family directory whose `settings` are given is
+  // answered from the mount's DirTimesCache when they allow.
+  FsError DirTimesOf(const Node& dir, DirTimes* out,
+                     const FamilySettings* settings = nullptr);
 
  protected:
   // Opens a version (Q@T, `.versions`, `.at`): its value is read at open.

@@ -333,6 +333,10 @@ FsError DirHandle::NextEntry(std::optional<DirEntry>* out) {
   return FsError::Ok();
 }
 
+uint64_t QualifierHash(std::string_view qualifier) {
+  return Hash64(qualifier, qualifier.size());
+}
+
 DirTimes ScanDirTimes(Scanner& s, std::string_view row, std::string_view family,
                       std::vector<std::string> made) {
   DirTimes t;
@@ -349,7 +353,7 @@ DirTimes ScanDirTimes(Scanner& s, std::string_view row, std::string_view family,
       if (family.empty()) {
         made.push_back(last);  // a row's few families: hashed sorted below
       } else {
-        hash = Hash64(last, hash ^ last.size());  // qualifiers come sorted
+        hash ^= QualifierHash(last);
       }
     }
     s.NextColumn();

@@ -72,6 +72,11 @@ struct DirTimes {
   std::optional<int64_t> newest;  // nullopt: no cells
   int64_t entries = 0;            // fingerprint, >= 0
 };
+// A family directory's entries fingerprint is the XOR of this over its
+// qualifiers, shifted right by one: in no order, so that it can follow one
+// name at a time (fs/dir_times_cache.h). The others' hash their sorted
+// names.
+uint64_t QualifierHash(std::string_view qualifier);
 // The DirTimes of the columns from the scanner's position on that are in
 // `row` (and in `family`, when not empty). A row's entries also count the
 // families made by mkdir that have no cells yet (`made`). Reads no value.

@@ -79,7 +79,12 @@ thread_local uint64_t Filesystem::last_ticket_ = 0;
 
 Filesystem::Filesystem(Bigtable* db, const SessionOptions& options)
     : origin_(NewOrigin()),
-      tagged_(NewOriginBigtable(db, origin_)),
+      // As long as the kernel keeps attributes: a store that sends no
+      // change events is followed by age only.
+      dir_times_(
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+              std::chrono::duration<double>(options.attr_timeout))),
+      tagged_(NewOriginBigtable(db, origin_, &dir_times_)),
       db_(tagged_.get()),
       options_(options),
       uid_(getuid()),

@@ -31,6 +31,7 @@
 
 #include "fs/change_listener.h"
 #include "fs/dir_handle.h"
+#include "fs/dir_times_cache.h"
 #include "fs/ephemeral_dirs.h"
 #include "fs/errors.h"
 #include "fs/file_handle.h"
@@ -131,6 +132,8 @@ class Filesystem {
   // The store, as the mount writes it: every write carries the mount's
   // origin (fs/origin_bigtable.h), so its change events are known as ours.
   Bigtable* db() const { return db_; }
+  // The family directories' times, kept between requests.
+  DirTimesCache& dir_times() { return dir_times_; }
   uint64_t origin() const { return origin_; }
   const SessionOptions& options() const { return options_; }
   uid_t uid() const { return uid_; }
@@ -261,8 +264,10 @@ class Filesystem {
   // The last notice the request served by this thread queued.
   static thread_local uint64_t last_ticket_;
 
-  // db_ is the store seen through the mount's origin (tagged_).
+  // db_ is the store seen through the mount's origin (tagged_), which
+  // tells dir_times_ of every write.
   const uint64_t origin_;
+  DirTimesCache dir_times_;
   const std::unique_ptr<Bigtable> tagged_;
   Bigtable* const db_;
   const SessionOptions options_;

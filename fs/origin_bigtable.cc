@@ -7,13 +7,14 @@ namespace {
 
 class OriginBigtable final : public Bigtable {
  public:
-  OriginBigtable(Bigtable* store, uint64_t origin)
-      : store_(store), origin_(origin) {}
+  OriginBigtable(Bigtable* store, uint64_t origin, DirTimesCache* dir_times)
+      : store_(store), origin_(origin), dir_times_(dir_times) {}
 
   Status CreateTable(std::string_view table) override {
     return store_->CreateTable(table);
   }
   Status DeleteTable(std::string_view table) override {
+    auto w = dir_times_->BeginWide(table, std::nullopt);
     return store_->DeleteTable(table);
   }
   Result<std::vector<std::string>> ListTables() override {
@@ -28,10 +29,13 @@ class OriginBigtable final : public Bigtable {
   }
   Status UpdateFamily(std::string_view table, std::string_view family,
                       const FamilySettings& settings) override {
+    // A GC policy that comes to depend on time: no longer kept.
+    auto w = dir_times_->BeginWide(table, std::nullopt);
     return store_->UpdateFamily(table, family, settings);
   }
   Status DeleteFamily(std::string_view table,
                       std::string_view family) override {
+    auto w = dir_times_->BeginWide(table, std::nullopt);
     return store_->DeleteFamily(table, family);
   }
   Result<std::vector<FamilyInfo>> ListFamilies(
@@ -45,18 +49,29 @@ class OriginBigtable final : public Bigtable {
 
   Result<int64_t> Apply(std::string_view table, const RowMutation& mutation,
                         const WriteOptions& options) override {
-    return store_->Apply(table, mutation, Tagged(options));
+    auto w = dir_times_->Begin(store_, table, mutation);
+    auto r = store_->Apply(table, mutation, Tagged(options));
+    w.Done(r.ok() ? std::optional<int64_t>(*r) : std::nullopt);
+    return r;
   }
   Result<AppendResult> Append(std::string_view table, std::string_view row,
                               std::string_view family,
                               std::string_view qualifier, std::string_view data,
                               const WriteOptions& options) override {
-    return store_->Append(table, row, family, qualifier, data, Tagged(options));
+    // A new version at a server timestamp, as the cache follows it.
+    RowMutation as_set{std::string(row)};
+    as_set.SetCell(family, qualifier, std::string_view());
+    auto w = dir_times_->Begin(store_, table, as_set);
+    auto r =
+        store_->Append(table, row, family, qualifier, data, Tagged(options));
+    w.Done(r.ok() ? std::optional<int64_t>(r->timestamp) : std::nullopt);
+    return r;
   }
   Result<int64_t> Increment(std::string_view table, std::string_view row,
                             std::string_view family, std::string_view qualifier,
                             int64_t delta,
                             const WriteOptions& options) override {
+    auto w = dir_times_->BeginWide(table, row);
     return store_->Increment(table, row, family, qualifier, delta,
                              Tagged(options));
   }
@@ -65,6 +80,8 @@ class OriginBigtable final : public Bigtable {
                               const RowMutation& if_true,
                               const RowMutation& if_false,
                               const WriteOptions& options) override {
+    // Which branch applied is known, its server timestamp is not.
+    auto w = dir_times_->BeginWide(table, row);
     return store_->CheckAndMutate(table, row, condition, if_true, if_false,
                                   Tagged(options));
   }
@@ -72,7 +89,16 @@ class OriginBigtable final : public Bigtable {
   std::vector<Result<int64_t>> ApplyBatch(
       std::string_view table, const std::vector<RowMutation>& mutations,
       const WriteOptions& options) override {
-    return store_->ApplyBatch(table, mutations, Tagged(options));
+    std::vector<DirTimesCache::Write> writes;
+    writes.reserve(mutations.size());
+    for (const RowMutation& m : mutations) {
+      writes.push_back(dir_times_->Begin(store_, table, m));
+    }
+    auto r = store_->ApplyBatch(table, mutations, Tagged(options));
+    for (size_t i = 0; i < writes.size() && i < r.size(); i++) {
+      writes[i].Done(r[i].ok() ? std::optional<int64_t>(*r[i]) : std::nullopt);
+    }
+    return r;
   }
 
   Result<RewriteResult> RewriteRow(std::string_view table,
@@ -80,6 +106,7 @@ class OriginBigtable final : public Bigtable {
                                    const ReadOptions& read,
                                    const RowRewrite& rewrite,
                                    const WriteOptions& options) override {
+    auto w = dir_times_->BeginWide(table, row);
     return store_->RewriteRow(table, row, read, rewrite, Tagged(options));
   }
 
@@ -129,6 +156,7 @@ class OriginBigtable final : public Bigtable {
 
   Bigtable* const store_;
   const uint64_t origin_;
+  DirTimesCache* const dir_times_;
 };
 
 }  // namespace
@@ -138,8 +166,9 @@ uint64_t NewOrigin() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-std::unique_ptr<Bigtable> NewOriginBigtable(Bigtable* store, uint64_t origin) {
-  return std::make_unique<OriginBigtable>(store, origin);
+std::unique_ptr<Bigtable> NewOriginBigtable(Bigtable* store, uint64_t origin,
+                                            DirTimesCache* dir_times) {
+  return std::make_unique<OriginBigtable>(store, origin, dir_times);
 }
 
 }  // namespace tabletfs::fs

@@ -6,7 +6,9 @@
 //
 // The mount wraps its store once (Filesystem's constructor) instead of
 // setting the origin at each call site: no area, write path or helper can
-// forget it.
+// forget it. For the same reason the wrapper tells the mount's cache of
+// directory times (fs/dir_times_cache.h) of every write, before it is
+// applied and after.
 //
 // Thread safety: as the wrapped store's.
 #ifndef TABLETFS_FS_ORIGIN_BIGTABLE_H_
@@ -15,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "fs/dir_times_cache.h"
 #include "store/bigtable.h"
 
 namespace tabletfs::fs {
@@ -22,8 +25,9 @@ namespace tabletfs::fs {
 // A fresh origin, never 0, unique in this process.
 uint64_t NewOrigin();
 
-// REQUIRES: `store` outlives the result.
-std::unique_ptr<Bigtable> NewOriginBigtable(Bigtable* store, uint64_t origin);
+// REQUIRES: `store` and `dir_times` outlive the result.
+std::unique_ptr<Bigtable> NewOriginBigtable(Bigtable* store, uint64_t origin,
+                                            DirTimesCache* dir_times);
 
 }  // namespace tabletfs::fs
 

@@ -294,6 +294,33 @@ TEST_P(ChangeEventsCoherenceTest, AnApiDeleteRemovesTheCachedName) {
   EXPECT_EQ(Ls("t"), "");
 }
 
+// A family directory's times are kept in the daemon between requests
+// (fs/dir_times_cache.h), here for as long as the kernel keeps them: only
+// the change events can make an API write show.
+TEST_P(ChangeEventsCoherenceTest, AnApiWriteReachesADirectorysKeptTimes) {
+  auto mtime = [&] {
+    struct stat st;
+    if (stat((mnt_ + "/t/r/f").c_str(), &st) != 0) return int64_t{-errno};
+    return int64_t{st.st_mtim.tv_sec};
+  };
+  Put("r", "a", "1");
+  ASSERT_GT(mtime(), 0);
+  // Through the mount: the daemon follows its own write, the kernel asks.
+  Sh("echo 2 > t/r/f/b");
+  const int64_t before = mtime();
+  ASSERT_GT(before, 0);
+
+  const int64_t y2099 = 4070908800;  // 2099-01-01T00:00:00Z
+  RowMutation later{"r"};
+  later.SetCell("f", "c", y2099 * 1000000, "3");
+  Apply(later);
+  EXPECT_TRUE(Eventually([&] { return mtime() == y2099; }))
+      << "mtime still " << mtime() << ", was " << before;
+  // The newest cell going through the mount: the next newest again.
+  Sh("rm t/r/f/c");
+  EXPECT_EQ(mtime(), before);
+}
+
 TEST_P(ChangeEventsCoherenceTest, AnApiWriteReachesAnOpenReader) {
   Put("r", "a", "old");
   ASSERT_EQ(Cat("t/r/f/a"), "old");

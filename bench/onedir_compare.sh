@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Two builds of the daemon creating N cells in one family directory
+# (`tabletfs_fsbench create`: one open, write and close each), then
+# removing them with `rm -r`, each run on a fresh mount of a fresh data
+# directory, alternating builds, in one run:
+#
+#   bench/onedir_compare.sh --base BIN_DIR --new BIN_DIR --work DIR
+#                           [--runs N] [--cells "1000 2000 4000"]
+#
+# BIN_DIR holds `tabletfs` (e.g. build/api/bin of two checkouts); the new
+# one's `tabletfs_fsbench` creates the cells for both. Root (or a
+# user allowed to mount FUSE). Prints every run's seconds, then each
+# build's medians by N: a time that grows as N^2 shows a directory's cost
+# per name growing with its size.
+set -euo pipefail
+
+base="" new="" work="" runs=3 cells="1000 2000 4000"
+while (($#)); do
+  case "$1" in
+    --base) base=$2; shift 2 ;;
+    --new) new=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --cells) cells=$2; shift 2 ;;
+    *) echo "onedir_compare.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+if [[ -z "$base" || -z "$new" || -z "$work" ]]; then
+  echo "usage: onedir_compare.sh --base BIN_DIR --new BIN_DIR --work DIR" >&2
+  exit 2
+fi
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/lib.sh"
+bench_require "$base" tabletfs
+base=$bin_dir
+bench_require "$new" tabletfs tabletfs_fsbench
+new=$bin_dir
+fsbench=$new/tabletfs_fsbench
+mkdir -p "$work"
+results=$(cd "$work" && pwd)/results.txt
+# Each run's mount, data and log (bench_fresh_mount sets `work` to it).
+runs_dir=$(cd "$work" && pwd)/run
+: >"$results"
+
+seconds() { date +%s.%N; }
+
+one() {  # NAME BIN_DIR N
+  local line t1 t2
+  bin_dir=$2
+  bench_fresh_mount "$runs_dir"
+  mkdir "$mnt/bench"
+  mkdir -p "$mnt/.schema/bench"  # made with the table
+  touch "$mnt/.schema/bench/f"
+  line=$("$fsbench" create "$mnt/bench" 1 "$3")
+  t1=$(seconds)
+  rm -r "$mnt/bench/row000"
+  t2=$(seconds)
+  bench_unmount
+  # The daemon holds the data directory's lock until it has closed the store.
+  sleep 0.5
+  rm -rf "$data"
+  awk -v n="$1/$3" -v a="$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' <<<"$line")" \
+    -v b="$t1" -v c="$t2" 'BEGIN { printf "%s %.3f %.3f\n", n, a, c - b }' |
+    tee -a "$results"
+}
+
+for ((r = 0; r < runs; r++)); do
+  for n in $cells; do
+    if ((r % 2)); then one new "$new" "$n"; one base "$base" "$n"; else
+      one base "$base" "$n"; one new "$new" "$n"; fi
+  done
+done
+
+printf '%-6s %7s %10s %10s\n' build cells create_s rm_s
+for name in base new; do
+  for n in $cells; do
+    printf '%-6s %7s %10s %10s\n' "$name" "$n" \
+      "$(bench_median "$results" "$name/$n")" \
+      "$(bench_median "$results" "$name/$n" 3)"
+  done
+done

@@ -5,6 +5,7 @@
 // equals a fresh scan: no scan put back what a write changed under it, and
 // no two writes of one directory were followed in the wrong order.
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
@@ -53,7 +54,8 @@ TEST(DirTimesCacheConcurrencyTest, KeptTimesEqualAFreshScanAfterRacingWrites) {
         std::mt19937 rng(round * 10 + w);
         for (int i = 0; i < kWrites; i++) {
           RowMutation m(rows[rng() % rows.size()]);
-          const std::string q = "q" + std::to_string(rng() % 6);
+          std::string q = "q";
+          q += std::to_string(rng() % 6);
           if (rng() % 3 == 0) {
             m.DeleteCell("f", q);
           } else {

@@ -117,6 +117,9 @@ DirTimesCache::Write DirTimesCache::Begin(Bigtable* store,
                                           std::string_view table,
                                           const RowMutation& mutation) {
   if (max_age_.count() == 0) return Write(nullptr);
+  if (mutation.ops().size() > kMaxFollowedOps) {
+    return BeginWide(table, mutation.row());
+  }
   for (const RowMutation::Op& op : mutation.ops()) {
     if (op.type == RowMutation::OpType::kDeleteFamily ||
         op.type == RowMutation::OpType::kDeleteRow) {

@@ -25,7 +25,9 @@
 // followed by age only: an entry lives at most `max_age` (the attribute
 // timeout, within which the kernel would not ask again anyway). Families
 // whose GC policy depends on time are not cached: their cells expire with
-// no write.
+// no write. (A family whose policy used maxage before is, and the versions
+// written then still expire: the interface does not show past policies.
+// Such an expiry shows at most `max_age` late, as in the kernel's cache.)
 //
 // A scan's result is kept only when no write of its directory (and no
 // wider write, nor a forget that covers it) began or was in flight while it
@@ -62,6 +64,9 @@ class DirTimesCache {
  public:
   // At most this many directories are kept (least recently used go).
   static constexpr size_t kMaxEntries = 256;
+  // A mutation with more operations (a staged row's commit) is not
+  // followed but forgets its row: following is quadratic in them.
+  static constexpr size_t kMaxFollowedOps = 16;
 
   // `max_age` zero keeps nothing (every lookup misses).
   explicit DirTimesCache(std::chrono::steady_clock::duration max_age);

@@ -283,6 +283,25 @@ TEST_F(DirTimesCacheTest, OtherDoorsAndSchemaChangesForget) {
   EXPECT_FALSE(cache_->Find("t", "r", "f").has_value());
 }
 
+TEST_F(DirTimesCacheTest, AMutationOfManyCellsForgetsItsRow) {
+  Set("a");
+  Getattr("r", "f");
+  RowMutation few("r");
+  for (size_t i = 0; i < DirTimesCache::kMaxFollowedOps; i++) {
+    few.SetCell("f", Named("b", i), "v");
+  }
+  ASSERT_TRUE(db_->Apply("t", few, WriteOptions()).ok());
+  ExpectKeptIsFresh("r", "f");
+  ASSERT_TRUE(cache_->Find("t", "r", "f").has_value());
+  // A staged row's commit: forgotten, not followed op by op.
+  RowMutation many("r");
+  for (size_t i = 0; i <= DirTimesCache::kMaxFollowedOps; i++) {
+    many.SetCell("f", Named("c", i), "v");
+  }
+  ASSERT_TRUE(db_->Apply("t", many, WriteOptions()).ok());
+  EXPECT_FALSE(cache_->Find("t", "r", "f").has_value());
+}
+
 TEST_F(DirTimesCacheTest, EntriesLiveAtMostMaxAge) {
   Open(milliseconds(20));
   Set("a");

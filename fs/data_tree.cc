@@ -176,11 +176,25 @@ FsError DataTreeArea::DirTimesOf(const Node& n, DirTimes* out,
   so.content = ScanContent::kNoValues;  // times and names only
   if (n.kind == NodeKind::kTable) {
     if (n.view == View::kPrefix) so.prefix = n.view_prefix;
-    // Bounded: the table's first rows (ScanTableTimes).
+    // Bounded: the table's first rows (ScanTableTimes). A current table's
+    // scan starts where the last one found its first cell, when no write
+    // since could have put one before it (DirTimesCache::FirstRow).
+    const bool current = n.view == View::kCurrent && !so.read.at.has_value();
+    DirTimesCache& cache = fs_->dir_times();
+    std::optional<std::string> first;
+    std::optional<DirTimesCache::Scan> scan;
+    if (current) {
+      first = cache.FirstRow(n.table);
+      scan.emplace(cache.StartTableScan(n.table));
+    }
+    // Rows before it have no cells (a store may position a new scanner
+    // at its start: where it steps over the deleted cells).
+    if (first.has_value()) so.start_row = *first;
     auto scanner = db_->NewScanner(n.table, so);
     if (!scanner.ok()) return FsErrorFromStatus(scanner.status());
     Scanner& s = **scanner;
     s.SeekToFirst();
+    if (scan.has_value() && s.Valid()) scan->FoundFirstRow(s.row());
     *out = ScanTableTimes(
         s, n.view == View::kCurrent ? &ephemeral_ : nullptr, n.table);
     if (!s.status().ok()) return FsErrorFromStatus(s.status());

@@ -68,19 +68,57 @@ DirTimesCache::Scan::Scan(Scan&& other) noexcept
     : cache_(std::exchange(other.cache_, nullptr)), it_(other.it_) {}
 
 DirTimesCache::Scan::~Scan() {
-  if (cache_ != nullptr) cache_->EndScan(this, nullptr);
+  if (cache_ != nullptr) cache_->EndScan(this, nullptr, nullptr);
 }
 
 void DirTimesCache::Scan::Found(const DirTimes& times) {
-  if (cache_ != nullptr) cache_->EndScan(this, &times);
+  if (cache_ != nullptr) cache_->EndScan(this, &times, nullptr);
   cache_ = nullptr;
 }
 
-void DirTimesCache::EndScan(Scan* scan, const DirTimes* found) {
+void DirTimesCache::Scan::FoundFirstRow(std::string_view row) {
+  if (cache_ != nullptr) cache_->EndScan(this, nullptr, &row);
+  cache_ = nullptr;
+}
+
+std::optional<std::string> DirTimesCache::FirstRow(std::string_view table) {
+  if (max_age_.count() == 0) return std::nullopt;
+  MutexLock l(&mu_);
+  auto it = first_rows_.find(std::string(table));
+  if (it == first_rows_.end()) return std::nullopt;
+  if (std::chrono::steady_clock::now() - it->second.loaded > max_age_) {
+    first_rows_.erase(it);
+    return std::nullopt;
+  }
+  return it->second.row;
+}
+
+DirTimesCache::Scan DirTimesCache::StartTableScan(std::string_view table) {
+  if (max_age_.count() == 0) return Scan(nullptr, {});
+  PendingScan p;
+  p.key = std::string(table);
+  p.table = true;
+  MutexLock l(&mu_);
+  // Which rows a write in flight adds cells to is not known here.
+  p.spoiled = wide_writes_ > 0 || !writing_.empty();
+  scans_.push_front(std::move(p));
+  return Scan(this, scans_.begin());
+}
+
+void DirTimesCache::EndScan(Scan* scan, const DirTimes* found,
+                            const std::string_view* first_row) {
   MutexLock l(&mu_);
   PendingScan p = std::move(*scan->it_);
   scans_.erase(scan->it_);
-  if (found == nullptr || p.spoiled) return;
+  if (p.spoiled) return;
+  if (p.table) {
+    if (first_row != nullptr) {
+      first_rows_[p.key] = {std::string(*first_row),
+                            std::chrono::steady_clock::now()};
+    }
+    return;
+  }
+  if (found == nullptr) return;
   auto [it, fresh] = entries_.try_emplace(p.key);
   Entry& e = it->second;
   if (fresh) {
@@ -131,13 +169,14 @@ DirTimesCache::Write DirTimesCache::Begin(Bigtable* store,
   std::vector<bool> kept;  // by dir: an entry to follow
   {
     MutexLock l(&mu_);
+    WriteBeginsLocked(table, mutation.row());
     for (const RowMutation::Op& op : mutation.ops()) {
       std::string key = Key(table, mutation.row(), op.family);
       if (std::find(w.dirs_.begin(), w.dirs_.end(), key) != w.dirs_.end()) {
         continue;
       }
       for (PendingScan& p : scans_) {
-        if (p.key == key) p.spoiled = true;
+        if (!p.table && p.key == key) p.spoiled = true;
       }
       const bool alone = ++writing_[key] == 1;
       auto it = entries_.find(key);
@@ -180,7 +219,20 @@ DirTimesCache::Write DirTimesCache::BeginWide(
   wide_writes_++;
   for (PendingScan& p : scans_) p.spoiled = true;
   ForgetPrefixLocked(Prefix(table, row));
+  // A row-wide write may add cells anywhere in its row.
+  first_rows_.erase(std::string(table));
   return w;
+}
+
+void DirTimesCache::WriteBeginsLocked(std::string_view table,
+                                      std::optional<std::string_view> row) {
+  for (PendingScan& p : scans_) {
+    if (p.table && p.key == table) p.spoiled = true;
+  }
+  auto it = first_rows_.find(std::string(table));
+  if (it != first_rows_.end() && (!row.has_value() || *row < it->second.row)) {
+    first_rows_.erase(it);
+  }
 }
 
 void DirTimesCache::End(Write* w, std::optional<int64_t> server_timestamp) {
@@ -265,6 +317,7 @@ bool DirTimesCache::FollowLocked(const Write& w, size_t dir,
 
 void DirTimesCache::Forget(const ChangeEvent& event) {
   MutexLock l(&mu_);
+  WriteBeginsLocked(event.table, std::nullopt);
   std::string prefix;
   switch (event.kind) {
     case ChangeKind::kSetCell:
@@ -274,7 +327,7 @@ void DirTimesCache::Forget(const ChangeEvent& event) {
       prefix = Key(event.table, event.row, event.family);
       EraseLocked(prefix);
       for (PendingScan& p : scans_) {
-        if (p.key == prefix) p.spoiled = true;
+        if (!p.table && p.key == prefix) p.spoiled = true;
       }
       return;
     case ChangeKind::kDeleteRow:
@@ -287,7 +340,7 @@ void DirTimesCache::Forget(const ChangeEvent& event) {
   }
   ForgetPrefixLocked(prefix);
   for (PendingScan& p : scans_) {
-    if (p.key.starts_with(prefix)) p.spoiled = true;
+    if (!p.table && p.key.starts_with(prefix)) p.spoiled = true;
   }
 }
 
@@ -295,6 +348,7 @@ void DirTimesCache::ForgetAll() {
   MutexLock l(&mu_);
   entries_.clear();
   lru_.clear();
+  first_rows_.clear();
   for (PendingScan& p : scans_) p.spoiled = true;
 }
 

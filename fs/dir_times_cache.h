@@ -57,7 +57,8 @@ namespace tabletfs::fs {
 class DirTimesCache {
  private:
   struct PendingScan {
-    std::string key;
+    std::string key;  // a family directory's, or a table's (`table`)
+    bool table = false;
     bool spoiled = false;
   };
 
@@ -87,6 +88,8 @@ class DirTimesCache {
     Scan& operator=(Scan&&) = delete;
     ~Scan();
     void Found(const DirTimes& times);
+    // A table scan (StartTableScan) found its first cell in `row`.
+    void FoundFirstRow(std::string_view row);
 
    private:
     friend class DirTimesCache;
@@ -97,6 +100,18 @@ class DirTimesCache {
   };
   Scan StartScan(std::string_view table, std::string_view row,
                  std::string_view family);
+
+  // Where a scan of a current table may start: the first row the last
+  // such scan found cells in, while no write since could have put cells
+  // before it. `rm -r` leaves the deleted cells of the rows it removed to
+  // compaction, and each `rmdir` of a row makes the kernel ask for the
+  // table's attributes: a scan from the table's start would step over all
+  // of them every time (quadratic in the rows removed). Any write of the
+  // table spoils a table scan; a write of a row before the kept one, a
+  // row-wide or schema write of the table, and another door's change drop
+  // it; it lives at most `max_age`.
+  std::optional<std::string> FirstRow(std::string_view table);
+  Scan StartTableScan(std::string_view table);
 
   // One write through the mount, from before it is applied to after.
   class Write {
@@ -160,7 +175,11 @@ class DirTimesCache {
 
   void EraseLocked(const std::string& key) REQUIRES(mu_);
   void ForgetPrefixLocked(const std::string& prefix) REQUIRES(mu_);
-  void EndScan(Scan* scan, const DirTimes* found);
+  void EndScan(Scan* scan, const DirTimes* found,
+               const std::string_view* first_row);
+  // A write of `row` of `table` (nullopt: of the whole table) begins.
+  void WriteBeginsLocked(std::string_view table,
+                         std::optional<std::string_view> row) REQUIRES(mu_);
   void End(Write* w, std::optional<int64_t> server_timestamp);
   // Applies `w`'s mutation to the kept entry of dirs_[dir]; false when it
   // cannot be followed.
@@ -174,6 +193,12 @@ class DirTimesCache {
   std::list<PendingScan> scans_ GUARDED_BY(mu_);
   // Modelled writes in flight, by directory key.
   std::unordered_map<std::string, int> writing_ GUARDED_BY(mu_);
+  struct FirstRowEntry {
+    std::string row;
+    std::chrono::steady_clock::time_point loaded;
+  };
+  // By table name; bounded by the tables of the store.
+  std::unordered_map<std::string, FirstRowEntry> first_rows_ GUARDED_BY(mu_);
   int wide_writes_ GUARDED_BY(mu_) = 0;
   size_t kept_scans_ GUARDED_BY(mu_) = 0;
   size_t hits_ GUARDED_BY(mu_) = 0;

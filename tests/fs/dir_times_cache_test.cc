@@ -302,13 +302,73 @@ TEST_F(DirTimesCacheTest, AMutationOfManyCellsForgetsItsRow) {
   EXPECT_FALSE(cache_->Find("t", "r", "f").has_value());
 }
 
+// A table scan's first row is kept as where the next may start, until a
+// write could have put cells before it.
+TEST_F(DirTimesCacheTest, ATablesFirstRowIsKeptUntilAWriteBeforeIt) {
+  auto scan_finds = [&](const std::string& row) {
+    DirTimesCache::Scan scan = cache_->StartTableScan("t");
+    scan.FoundFirstRow(row);
+  };
+  scan_finds("m");
+  EXPECT_EQ(cache_->FirstRow("t"), "m");
+  EXPECT_FALSE(cache_->FirstRow("u").has_value());
+  // Writes at or after it, and deletes anywhere, keep it.
+  RowMutation later("z");
+  later.SetCell("f", "q", "v");
+  ASSERT_TRUE(db_->Apply("t", later, WriteOptions()).ok());
+  RowMutation same("m");
+  same.SetCell("f", "q", "v");
+  ASSERT_TRUE(db_->Apply("t", same, WriteOptions()).ok());
+  EXPECT_EQ(cache_->FirstRow("t"), "m");
+  // A write of a row before it drops it.
+  RowMutation before("a");
+  before.SetCell("f", "q", "v");
+  ASSERT_TRUE(db_->Apply("t", before, WriteOptions()).ok());
+  EXPECT_FALSE(cache_->FirstRow("t").has_value());
+
+  // A scan a write of the table overlaps is not kept, wherever it wrote.
+  {
+    DirTimesCache::Scan scan = cache_->StartTableScan("t");
+    ASSERT_TRUE(db_->Apply("t", later, WriteOptions()).ok());
+    scan.FoundFirstRow("m");
+  }
+  EXPECT_FALSE(cache_->FirstRow("t").has_value());
+  // Nor one that starts while a write is in flight.
+  {
+    DirTimesCache::Write w = cache_->Begin(store_.get(), "t", later);
+    scan_finds("m");
+  }
+  EXPECT_FALSE(cache_->FirstRow("t").has_value());
+
+  // Row-wide writes and other doors' changes of the table drop it.
+  scan_finds("m");
+  CellCondition c;
+  c.family = "f";
+  c.qualifier = "q";
+  ASSERT_TRUE(
+      db_->CheckAndMutate("t", "z", c, later, RowMutation("z"), WriteOptions())
+          .ok());
+  EXPECT_FALSE(cache_->FirstRow("t").has_value());
+  scan_finds("m");
+  ChangeEvent e;
+  e.table = "t";
+  e.row = "z";
+  e.family = "f";
+  e.kind = ChangeKind::kSetCell;
+  cache_->Forget(e);
+  EXPECT_FALSE(cache_->FirstRow("t").has_value());
+}
+
 TEST_F(DirTimesCacheTest, EntriesLiveAtMostMaxAge) {
   Open(milliseconds(20));
   Set("a");
   Getattr("r", "f");
+  cache_->StartTableScan("t").FoundFirstRow("r");
   EXPECT_TRUE(cache_->Find("t", "r", "f").has_value());
+  EXPECT_TRUE(cache_->FirstRow("t").has_value());
   std::this_thread::sleep_for(milliseconds(60));
   EXPECT_FALSE(cache_->Find("t", "r", "f").has_value());
+  EXPECT_FALSE(cache_->FirstRow("t").has_value());
 
   Open(std::chrono::steady_clock::duration::zero());  // keeps nothing
   Set("a");

@@ -92,6 +92,21 @@ TEST_F(MtimeEngineTest, MtimesSurviveRemountAndFollowRenames) {
   EXPECT_NE(Sh("ls _tabletfs_mtimes 2>/dev/null"), 0);
 }
 
+// A table's mtime follows the newest cell of its first rows. After rows at
+// its start are removed, the daemon starts the table's scan where the last
+// one found its first cell (DirTimesCache::FirstRow); a new row before
+// that must still count.
+TEST_P(MtimeTest, ATablesMtimeSeesANewRowBeforeTheRemovedOnes) {
+  ShOk("mkdir -p t/b/f t/c/f && echo 1 > t/b/f/q && echo 2 > t/c/f/q");
+  ShOk("rm -r t/b && mkdir -p t/a/f");
+  // A second later, the table's scan keeps row c as its first. Then a
+  // cell of row a, and a new row (its mkdir makes the kernel ask for the
+  // table's attributes again), within the kept row's age (1 s).
+  ShOk("sleep 1.1 && stat t > /dev/null && echo 3 > t/a/f/q && mkdir t/d");
+  EXPECT_EQ(ShOk("date -r t +%s"), ShOk("date -r t/a/f/q +%s"));
+  EXPECT_NE(ShOk("date -r t +%s"), ShOk("date -r t/c/f/q +%s"));
+}
+
 TEST_P(MtimeTest, RsyncConvergesWithAndWithoutInplace) {
   std::string src = MakeSource();
   for (const char* inplace : {"", " --inplace"}) {

@@ -183,10 +183,7 @@ FsError DataTreeArea::DirTimesOf(const Node& n, DirTimes* out,
     DirTimesCache& cache = fs_->dir_times();
     std::optional<std::string> first;
     std::optional<DirTimesCache::Scan> scan;
-    if (current) {
-      first = cache.FirstRow(n.table);
-      scan.emplace(cache.StartTableScan(n.table));
-    }
+    if (current) scan.emplace(cache.StartTableScan(n.table, &first));
     // Rows before it have no cells (a store may position a new scanner
     // at its start: where it steps over the deleted cells).
     if (first.has_value()) so.start_row = *first;

@@ -82,23 +82,28 @@ void DirTimesCache::Scan::FoundFirstRow(std::string_view row) {
 }
 
 std::optional<std::string> DirTimesCache::FirstRow(std::string_view table) {
-  if (max_age_.count() == 0) return std::nullopt;
-  MutexLock l(&mu_);
-  auto it = first_rows_.find(std::string(table));
-  if (it == first_rows_.end()) return std::nullopt;
-  if (std::chrono::steady_clock::now() - it->second.loaded > max_age_) {
-    first_rows_.erase(it);
-    return std::nullopt;
-  }
-  return it->second.row;
+  std::optional<std::string> first;
+  StartTableScan(table, &first);
+  return first;
 }
 
-DirTimesCache::Scan DirTimesCache::StartTableScan(std::string_view table) {
+DirTimesCache::Scan DirTimesCache::StartTableScan(
+    std::string_view table, std::optional<std::string>* first_row) {
+  first_row->reset();
   if (max_age_.count() == 0) return Scan(nullptr, {});
   PendingScan p;
   p.key = std::string(table);
   p.table = true;
   MutexLock l(&mu_);
+  auto it = first_rows_.find(p.key);
+  if (it != first_rows_.end()) {
+    if (std::chrono::steady_clock::now() - it->second.loaded > max_age_) {
+      first_rows_.erase(it);
+    } else {
+      *first_row = it->second.row;
+      p.from_hint_loaded = it->second.loaded;
+    }
+  }
   // Which rows a write in flight adds cells to is not known here.
   p.spoiled = wide_writes_ > 0 || !writing_.empty();
   scans_.push_front(std::move(p));
@@ -112,9 +117,17 @@ void DirTimesCache::EndScan(Scan* scan, const DirTimes* found,
   scans_.erase(scan->it_);
   if (p.spoiled) return;
   if (p.table) {
-    if (first_row != nullptr) {
-      first_rows_[p.key] = {std::string(*first_row),
-                            std::chrono::steady_clock::now()};
+    auto deleted = lowest_deleted_.find(p.key);
+    const bool skips =
+        p.from_hint_loaded.has_value() ||
+        (first_row != nullptr && deleted != lowest_deleted_.end() &&
+         deleted->second < *first_row);
+    if (first_row != nullptr && skips) {
+      // Only a scan from the table's start renews the age: other doors'
+      // writes before a kept row reach a store without events that way.
+      first_rows_[p.key] = {
+          std::string(*first_row),
+          p.from_hint_loaded.value_or(std::chrono::steady_clock::now())};
     }
     return;
   }
@@ -171,6 +184,11 @@ DirTimesCache::Write DirTimesCache::Begin(Bigtable* store,
     MutexLock l(&mu_);
     WriteBeginsLocked(table, mutation.row());
     for (const RowMutation::Op& op : mutation.ops()) {
+      if (op.type != RowMutation::OpType::kSetCell) {
+        DeletesLocked(table, mutation.row());
+      }
+    }
+    for (const RowMutation::Op& op : mutation.ops()) {
       std::string key = Key(table, mutation.row(), op.family);
       if (std::find(w.dirs_.begin(), w.dirs_.end(), key) != w.dirs_.end()) {
         continue;
@@ -221,7 +239,14 @@ DirTimesCache::Write DirTimesCache::BeginWide(
   ForgetPrefixLocked(Prefix(table, row));
   // A row-wide write may add cells anywhere in its row.
   first_rows_.erase(std::string(table));
+  if (row.has_value()) DeletesLocked(table, *row);
   return w;
+}
+
+void DirTimesCache::DeletesLocked(std::string_view table,
+                                  std::string_view row) {
+  auto [it, fresh] = lowest_deleted_.try_emplace(std::string(table), row);
+  if (!fresh && row < it->second) it->second = std::string(row);
 }
 
 void DirTimesCache::WriteBeginsLocked(std::string_view table,
@@ -318,6 +343,9 @@ bool DirTimesCache::FollowLocked(const Write& w, size_t dir,
 void DirTimesCache::Forget(const ChangeEvent& event) {
   MutexLock l(&mu_);
   WriteBeginsLocked(event.table, std::nullopt);
+  if (event.kind != ChangeKind::kSetCell && !event.row.empty()) {
+    DeletesLocked(event.table, event.row);
+  }
   std::string prefix;
   switch (event.kind) {
     case ChangeKind::kSetCell:

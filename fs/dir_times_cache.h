@@ -60,6 +60,9 @@ class DirTimesCache {
     std::string key;  // a family directory's, or a table's (`table`)
     bool table = false;
     bool spoiled = false;
+    // A table scan that starts at a kept first row: when that was found by
+    // a scan from the table's start (its age carries over).
+    std::optional<std::chrono::steady_clock::time_point> from_hint_loaded;
   };
 
  public:
@@ -106,12 +109,19 @@ class DirTimesCache {
   // before it. `rm -r` leaves the deleted cells of the rows it removed to
   // compaction, and each `rmdir` of a row makes the kernel ask for the
   // table's attributes: a scan from the table's start would step over all
-  // of them every time (quadratic in the rows removed). Any write of the
-  // table spoils a table scan; a write of a row before the kept one, a
-  // row-wide or schema write of the table, and another door's change drop
-  // it; it lives at most `max_age`.
+  // of them every time (quadratic in the rows removed). Kept only when
+  // cells were seen deleted in a row before the one found (else a scan
+  // from the start skips nothing, and a remote store can hand that scan's
+  // stream over to a listing of the table). Any write of the table spoils
+  // a table scan; a write of a row before the kept one, a row-wide or
+  // schema write of the table, and another door's change drop it; it lives at
+  // most `max_age` after the scan from the table's start that found it.
+  // StartTableScan sets *first_row to it (nullopt: start at the table's start),
+  // in the same step that makes later writes spoil the scan.
+  Scan StartTableScan(std::string_view table,
+                      std::optional<std::string>* first_row);
+  // The kept first row of `table`, for tests.
   std::optional<std::string> FirstRow(std::string_view table);
-  Scan StartTableScan(std::string_view table);
 
   // One write through the mount, from before it is applied to after.
   class Write {
@@ -180,6 +190,9 @@ class DirTimesCache {
   // A write of `row` of `table` (nullopt: of the whole table) begins.
   void WriteBeginsLocked(std::string_view table,
                          std::optional<std::string_view> row) REQUIRES(mu_);
+  // Cells of `row` of `table` may be deleted.
+  void DeletesLocked(std::string_view table, std::string_view row)
+      REQUIRES(mu_);
   void End(Write* w, std::optional<int64_t> server_timestamp);
   // Applies `w`'s mutation to the kept entry of dirs_[dir]; false when it
   // cannot be followed.
@@ -199,6 +212,8 @@ class DirTimesCache {
   };
   // By table name; bounded by the tables of the store.
   std::unordered_map<std::string, FirstRowEntry> first_rows_ GUARDED_BY(mu_);
+  // By table name: the lowest row the mount saw cells deleted in.
+  std::unordered_map<std::string, std::string> lowest_deleted_ GUARDED_BY(mu_);
   int wide_writes_ GUARDED_BY(mu_) = 0;
   size_t kept_scans_ GUARDED_BY(mu_) = 0;
   size_t hits_ GUARDED_BY(mu_) = 0;

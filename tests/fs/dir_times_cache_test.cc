@@ -82,6 +82,12 @@ class DirTimesCacheTest : public ::testing::Test {
     m.SetCell("f", q, "v");
     ASSERT_TRUE(db_->Apply("t", m, WriteOptions()).ok());
   }
+  // A delete in another row (rm -r removing a row's cells).
+  void DeleteIn(const std::string& row) {
+    RowMutation m(row);
+    m.DeleteCell("f", "q");
+    ASSERT_TRUE(db_->Apply("t", m, WriteOptions()).ok());
+  }
   void Delete(const std::string& q) {
     RowMutation m("r");
     m.DeleteCell("f", q);
@@ -305,10 +311,16 @@ TEST_F(DirTimesCacheTest, AMutationOfManyCellsForgetsItsRow) {
 // A table scan's first row is kept as where the next may start, until a
 // write could have put cells before it.
 TEST_F(DirTimesCacheTest, ATablesFirstRowIsKeptUntilAWriteBeforeIt) {
+  std::optional<std::string> first;
   auto scan_finds = [&](const std::string& row) {
-    DirTimesCache::Scan scan = cache_->StartTableScan("t");
+    DirTimesCache::Scan scan = cache_->StartTableScan("t", &first);
     scan.FoundFirstRow(row);
   };
+  // Not while nothing was deleted before it: a scan from the start skips
+  // nothing then.
+  scan_finds("m");
+  EXPECT_FALSE(cache_->FirstRow("t").has_value());
+  DeleteIn("b");
   scan_finds("m");
   EXPECT_EQ(cache_->FirstRow("t"), "m");
   EXPECT_FALSE(cache_->FirstRow("u").has_value());
@@ -326,9 +338,18 @@ TEST_F(DirTimesCacheTest, ATablesFirstRowIsKeptUntilAWriteBeforeIt) {
   ASSERT_TRUE(db_->Apply("t", before, WriteOptions()).ok());
   EXPECT_FALSE(cache_->FirstRow("t").has_value());
 
+  // A scan that started at the kept row, and a write before it meanwhile.
+  scan_finds("m");
+  {
+    DirTimesCache::Scan scan = cache_->StartTableScan("t", &first);
+    EXPECT_EQ(first, "m");
+    ASSERT_TRUE(db_->Apply("t", before, WriteOptions()).ok());
+    scan.FoundFirstRow("m");
+  }
+  EXPECT_FALSE(cache_->FirstRow("t").has_value());
   // A scan a write of the table overlaps is not kept, wherever it wrote.
   {
-    DirTimesCache::Scan scan = cache_->StartTableScan("t");
+    DirTimesCache::Scan scan = cache_->StartTableScan("t", &first);
     ASSERT_TRUE(db_->Apply("t", later, WriteOptions()).ok());
     scan.FoundFirstRow("m");
   }
@@ -363,7 +384,9 @@ TEST_F(DirTimesCacheTest, EntriesLiveAtMostMaxAge) {
   Open(milliseconds(20));
   Set("a");
   Getattr("r", "f");
-  cache_->StartTableScan("t").FoundFirstRow("r");
+  std::optional<std::string> first;
+  DeleteIn("a");
+  cache_->StartTableScan("t", &first).FoundFirstRow("r");
   EXPECT_TRUE(cache_->Find("t", "r", "f").has_value());
   EXPECT_TRUE(cache_->FirstRow("t").has_value());
   std::this_thread::sleep_for(milliseconds(60));
@@ -375,6 +398,21 @@ TEST_F(DirTimesCacheTest, EntriesLiveAtMostMaxAge) {
   Getattr("r", "f");
   EXPECT_FALSE(cache_->Find("t", "r", "f").has_value());
   EXPECT_EQ(cache_->kept_scans(), 0u);
+}
+
+// Over a store without change events, age is all that bounds a kept first
+// row: a scan that started at it must not make it younger.
+TEST_F(DirTimesCacheTest, AScanFromTheKeptFirstRowDoesNotRenewIt) {
+  Open(milliseconds(1000));
+  std::optional<std::string> first;
+  DeleteIn("a");
+  cache_->StartTableScan("t", &first).FoundFirstRow("r");  // from the start
+  EXPECT_FALSE(first.has_value());
+  std::this_thread::sleep_for(milliseconds(600));
+  cache_->StartTableScan("t", &first).FoundFirstRow("r");
+  EXPECT_EQ(first, "r");
+  std::this_thread::sleep_for(milliseconds(600));
+  EXPECT_FALSE(cache_->FirstRow("t").has_value());
 }
 
 TEST_F(DirTimesCacheTest, KeepsAtMostMaxEntries) {

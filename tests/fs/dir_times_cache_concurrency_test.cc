@@ -17,23 +17,10 @@
 #include "gtest/gtest.h"
 #include "store/env/mem_env.h"
 #include "store/reference/reference_bigtable.h"
+#include "tests/fs/dir_times_scan.h"
 
 namespace tabletfs::fs {
 namespace {
-
-DirTimes Scanned(Bigtable* store, const std::string& row,
-                 const std::string& family) {
-  ScanOptions so;
-  so.read.max_versions = 1;
-  so.content = ScanContent::kNoValues;
-  so.start_row = row;
-  so.end_row = row + std::string(1, '\0');
-  so.read.families = {family};
-  auto s = store->NewScanner("t", so);
-  EXPECT_TRUE(s.ok());
-  (*s)->Seek(row, family);
-  return ScanDirTimes(**s, row, family);
-}
 
 TEST(DirTimesCacheConcurrencyTest, KeptTimesEqualAFreshScanAfterRacingWrites) {
   std::unique_ptr<Env> env = NewMemEnv();
@@ -72,7 +59,7 @@ TEST(DirTimesCacheConcurrencyTest, KeptTimesEqualAFreshScanAfterRacingWrites) {
           const std::string& row = rows[rng() % rows.size()];
           if (cache.Find("t", row, "f").has_value()) continue;
           DirTimesCache::Scan scan = cache.StartScan("t", row, "f");
-          DirTimes t = Scanned(store.get(), row, "f");
+          DirTimes t = ScannedFamilyTimes(store.get(), row, "f");
           std::this_thread::yield();  // widen the window for a write
           scan.Found(t);
         }
@@ -82,7 +69,7 @@ TEST(DirTimesCacheConcurrencyTest, KeptTimesEqualAFreshScanAfterRacingWrites) {
     for (const std::string& row : rows) {
       std::optional<DirTimes> kept = cache.Find("t", row, "f");
       if (!kept.has_value()) continue;
-      DirTimes fresh = Scanned(store.get(), row, "f");
+      DirTimes fresh = ScannedFamilyTimes(store.get(), row, "f");
       EXPECT_EQ(kept->newest, fresh.newest) << "round " << round;
       EXPECT_EQ(kept->entries, fresh.entries) << "round " << round;
     }

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "store/env/mem_env.h"
 #include "store/reference/reference_bigtable.h"
+#include "tests/fs/dir_times_scan.h"
 
 namespace tabletfs::fs {
 namespace {
@@ -47,16 +48,7 @@ class DirTimesCacheTest : public ::testing::Test {
 
   // The family directory's DirTimes as a GETATTR scans them.
   DirTimes Scanned(const std::string& row, const std::string& family) {
-    ScanOptions so;
-    so.read.max_versions = 1;
-    so.content = ScanContent::kNoValues;
-    so.start_row = row;
-    so.end_row = row + std::string(1, '\0');
-    so.read.families = {family};
-    auto s = store_->NewScanner("t", so);
-    EXPECT_TRUE(s.ok());
-    (*s)->Seek(row, family);
-    return ScanDirTimes(**s, row, family);
+    return ScannedFamilyTimes(store_.get(), row, family);
   }
 
   // A GETATTR as DataTreeArea::DirTimesOf makes it: the cache, else a

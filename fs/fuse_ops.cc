@@ -1,8 +1,8 @@
 // The FUSE low-level callbacks: every request of the kernel, decoded, handed
 // to the namespace area that owns its node (fs/area.h) or to the write path
 // (fs/write_path.h), and replied to once — libfuse's
-// example/passthrough_hp.cc is the model. Only this file, fs/session.cc and
-// fs/invalidator.cc include fuse_lowlevel.h.
+// example/passthrough_hp.cc is the model. Only this file, fs/session.cc,
+// fs/fuse_loop.cc and fs/invalidator.cc include fuse_lowlevel.h.
 //
 // Each callback resolves its inode to a Node (fs/path_map.h) and never
 // switches on its kind: the area decides. A refusal is an FsError: its

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "fs/fuse_loop.h"
 #include "fs/timestamp.h"
 #include "store/util/hash.h"
 
@@ -499,6 +500,7 @@ bool OpenCell::AwaitEmptyRelease(std::chrono::microseconds timeout) {
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
+    FuseLoopWillWait();  // the RELEASE needs another thread to read it
     WaitDetached(left);
   }
   return true;
@@ -510,6 +512,7 @@ void OpenCell::AwaitCachedReadersRelease(std::chrono::microseconds timeout) {
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return;
+    FuseLoopWillWait();
     WaitDetached(left);
   }
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fs/filesystem.h"
+#include "fs/fuse_loop.h"
 #include "fs/fuse_ops.h"
 
 namespace tabletfs::fs {
@@ -71,11 +72,9 @@ class Session::Impl {
     if (options_.single_threaded) {
       rc = fuse_session_loop(session_);
     } else {
-      fuse_loop_config* config = fuse_loop_cfg_create();
-      fuse_loop_cfg_set_clone_fd(config, 0);
-      fuse_loop_cfg_set_max_threads(config, 16);
-      rc = fuse_session_loop_mt(session_, config);
-      fuse_loop_cfg_destroy(config);
+      FuseLoopOptions loop;
+      loop.spin = options_.spin;
+      return RunFuseLoop(session_, loop);
     }
     return rc < 0 ? -rc : 0;
   }

@@ -13,6 +13,7 @@
 #ifndef TABLETFS_FS_SESSION_H_
 #define TABLETFS_FS_SESSION_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ struct SessionOptions {
   std::vector<std::string> fuse_options;
   bool debug = false;            // -d: libfuse logs every request
   bool single_threaded = false;  // -s
+  // How long the thread reading requests spins before it sleeps
+  // (FuseLoopOptions::spin); not used with single_threaded.
+  std::chrono::microseconds spin{50};
   // Kernel cache lifetimes of names and attributes, seconds (0 for `@T`
   // names whatever these say).
   double entry_timeout = 1.0;

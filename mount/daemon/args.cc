@@ -81,6 +81,16 @@ bool ParseOption(const std::string& opt, DaemonArgs* out, std::string* error) {
     out->commit_seconds = v;
     return true;
   }
+  if (key == "spin_us") {
+    uint64_t v;
+    if (!ParseUnsigned(value, &v) || v > 100000) {
+      *error = "option spin_us wants microseconds from 0 to 100000, not '" +
+               value + "'";
+      return false;
+    }
+    out->spin_us = static_cast<uint32_t>(v);
+    return true;
+  }
   if (key == "auto_families" && eq == std::string::npos) {
     out->auto_families = true;
     return true;
@@ -329,6 +339,9 @@ std::string Usage(const std::string& program) {
          "                               this long (default 5; 0: only fsync)\n"
          "        auto_families          mkdir of a family not in the schema\n"
          "                               creates it (default settings)\n"
+         "        spin_us=N              the thread reading requests waits N\n"
+         "                               microseconds for the next before it\n"
+         "                               sleeps (default 50; 0: sleeps at once)\n"
          "        store=engine|memory    engine (default): the store in DATADIR;\n"
          "                               memory: a scratch store in memory,\n"
          "                               empty at mount, gone at unmount\n"

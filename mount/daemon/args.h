@@ -13,7 +13,7 @@
 //                    memtable_bytes=N, tablet_split_bytes=N,
 //                    max_value_bytes=N, space_reserve_bytes=N,
 //                    change_history_bytes=N,
-//                    commit=SECONDS, auto_families,
+//                    commit=SECONDS, auto_families, spin_us=N,
 //                    store=engine|memory, bigtable_api=HOST:PORT,
 //                    bigtable_api_tls_cert=, bigtable_api_tls_key=,
 //                    bigtable_api_token_file=;
@@ -75,6 +75,9 @@ struct DaemonArgs {
   std::vector<std::string> fuse_options;
   double entry_timeout = 1.0;
   double attr_timeout = 1.0;
+  // How long the thread reading FUSE requests spins for the next one
+  // before it sleeps (fs/fuse_loop.h); 0: it sleeps at once.
+  uint32_t spin_us = 50;
   std::optional<uint64_t> memtable_bytes;
   std::optional<uint64_t> tablet_split_bytes;
   std::optional<uint64_t> max_value_bytes;

@@ -81,6 +81,23 @@ TEST(DaemonArgsTest, CommitInterval) {
   }
 }
 
+TEST(DaemonArgsTest, SpinMicroseconds) {
+  DaemonArgs unset;
+  std::string error;
+  ASSERT_TRUE(Parse({"data", "mnt"}, &unset, &error)) << error;
+  EXPECT_EQ(unset.spin_us, 50u);
+  DaemonArgs off;
+  ASSERT_TRUE(Parse({"-o", "spin_us=0", "data", "mnt"}, &off, &error));
+  EXPECT_EQ(off.spin_us, 0u);
+  for (const char* bad : {"spin_us=", "spin_us=-1", "spin_us=100001"}) {
+    DaemonArgs b;
+    EXPECT_FALSE(Parse({"-o", bad, "data", "mnt"}, &b, &error)) << bad;
+    EXPECT_NE(error.find("option spin_us wants microseconds"),
+              std::string::npos)
+        << error;
+  }
+}
+
 TEST(DaemonArgsTest, StoreOption) {
   DaemonArgs a;
   std::string error;

@@ -28,6 +28,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -668,6 +669,35 @@ TEST_P(RemoteMountTest, HungServerTimesOutWithinRpcTimeout) {
   }
   ASSERT_EQ(err, 0) << strerror(err);
   EXPECT_EQ(value, "x");
+}
+
+// The daemon reads requests with one thread at a time, which serves what
+// it reads (fs/fuse_loop.h). A request held up by the store must pass that
+// role on: a request that needs no store is answered long before the
+// hung one's rpc_timeout.
+TEST_P(RemoteMountTest, AHungRequestHoldsUpNoOther) {
+  MakeTable();
+  server()->Pause();
+  auto hung = std::async(std::launch::async, [&] {
+    struct stat st;
+    return stat(Path("t/uncached-row").c_str(), &st) == 0 ? 0 : errno;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto start = std::chrono::steady_clock::now();
+  std::string stats;
+  EXPECT_EQ(ReadErrno(Path(".tabletfs/stats"), &stats), 0);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_NE(stats.find("requests"), std::string::npos) << stats;
+  EXPECT_LT(seconds, kRpcTimeoutSeconds / 2) << "waited for the hung request";
+  EXPECT_EQ(hung.wait_for(std::chrono::milliseconds(0)),
+            std::future_status::timeout)
+      << "the store's request did not hang";
+  int err = hung.get();
+  EXPECT_TRUE(err == EIO || err == ETIMEDOUT) << strerror(err);
+  server()->Resume();
+  EXPECT_TRUE(DaemonAlive());
 }
 
 INSTANTIATE_TEST_SUITE_P(, RemoteMountTest, RemoteBackends(), StoreName);

@@ -1,0 +1,56 @@
+// FuseLoop: serves a libfuse session's requests with a pool of threads of
+// which one at a time, the reader, takes requests from the device. The
+// reader serves each request itself and then reads again, spinning for
+// `spin_us` before it sleeps in poll().
+//
+// Why: on this kind of machine (2 vCPUs under a hypervisor) a FUSE round
+// trip was ~45 µs of scheduling, most of it waking a daemon thread asleep
+// in read() on the device (docs/BENCHMARKS.md, "What a cached `cat` waits
+// for"). libfuse's multi-threaded loop sleeps there after every request.
+// A reader that is still running when the next request comes saves that
+// wake-up: a shell's stream of requests (create, cat, stat of each file)
+// is served by one running thread.
+//
+// Concurrency is kept: the reader hands its role to another thread (waking
+// or starting one) when a request it serves takes longer than
+// `handoff_after` (a watchdog thread checks while the daemon is busy), or
+// at once when the handler says it will wait (FuseLoopWillWait: for a
+// RELEASE that only another thread can read). So a slow request (a remote
+// store's RPC, a large commit) holds up others for at most about
+// `handoff_after`, and at most `max_threads` requests are served at once.
+//
+// Shutdown: the loop ends when the session exits (unmount: the device
+// read fails with ENODEV; or libfuse's signal handlers, which the calling
+// thread receives: the pool's threads block SIGINT, SIGTERM and SIGHUP).
+//
+// Thread safety: RunFuseLoop is called once per session, from one thread.
+#ifndef TABLETFS_FS_FUSE_LOOP_H_
+#define TABLETFS_FS_FUSE_LOOP_H_
+
+#include <chrono>
+
+struct fuse_session;
+
+namespace tabletfs::fs {
+
+struct FuseLoopOptions {
+  int max_threads = 16;
+  // How long the reader polls the device without sleeping after a
+  // request; 0: it sleeps at once, as libfuse's loop does.
+  std::chrono::microseconds spin{50};
+  // A request served longer than this by the reader passes the reader's
+  // role to another thread.
+  std::chrono::microseconds handoff_after{1000};
+};
+
+// Serves `session` until it exits. Returns 0 or an errno.
+int RunFuseLoop(fuse_session* session, const FuseLoopOptions& options);
+
+// Called by a request's handler before it waits for another request (a
+// RELEASE): if its thread is the reader, another thread takes the role
+// now. A no-op on other threads.
+void FuseLoopWillWait();
+
+}  // namespace tabletfs::fs
+
+#endif  // TABLETFS_FS_FUSE_LOOP_H_

@@ -240,6 +240,14 @@ void Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
   if (e.ok()) e = fs.Resolve(p, name, &n);
   if (e.ok()) e = fs.AreaOf(n).Rmdir(n);
   if (!e.ok()) return Refuse(req, "rmdir", ChildPath(p, name), e);
+  // The kernel marks the removed directory's inode dead and keeps it while
+  // anything holds it (a RELEASEDIR still in flight, a descriptor). A new
+  // directory of the name must get a new inode: given the old number, the
+  // kernel would take the dead inode back and refuse to create anything
+  // in it (ENOENT, without asking).
+  if (std::optional<uint64_t> ino = fs.inodes().Find(n)) {
+    fs.inodes().Unbind(n, *ino);
+  }
   ReplyOk(req);
 }
 

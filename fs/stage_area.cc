@@ -169,9 +169,8 @@ class StageArea : public Area {
     if (n.kind != NodeKind::kStageRow && n.kind != NodeKind::kStageFamily) {
       return Area::Rmdir(n);
     }
-    TABLETFS_FS_RETURN_IF_ERROR(stage_.Remove(n));
-    if (std::optional<uint64_t> ino = inodes_.Find(n)) inodes_.Unbind(n, *ino);
-    return FsError::Ok();
+    // fs/fuse_ops.cc unbinds the directory's inode.
+    return stage_.Remove(n);
   }
 
   FsError Unlink(const Node& n, const Caller& caller) override {

@@ -254,6 +254,35 @@ TEST_P(ShellTest, RmMvAndDirectoriesBehaveAsOnALocalDisk) {
   EXPECT_EQ(ShOk("ls"), "");
 }
 
+// A removed directory's inode is dead in the kernel, and the kernel keeps
+// it while anything holds it: here a descriptor, in the CI failure that
+// found this a RELEASEDIR still in flight (`rm -rf t/r && mkdir -p t/r`,
+// then rsync's mkdir of t/r/f failed with ENOENT). A directory made again
+// under the name is a new one that takes new entries.
+TEST_P(ShellTest, ADirectoryMadeAgainAfterRmdirTakesNewEntries) {
+  CreateTable("t", {"f"});
+  CreateTable("u", {"f"});
+  Mount();
+  ShOk("mkdir -p t/r/f u/r && echo 1 > t/r/f/a");
+  struct Case {
+    const char* dir;     // removed while a descriptor holds it
+    const char* remake;  // makes it again
+    const char* fill;    // then creates something inside
+  };
+  for (const Case& c :
+       {Case{"t/r", "mkdir t/r", "mkdir t/r/f && echo 2 > t/r/f/b"},
+        Case{"t/r/f", "mkdir t/r/f", "echo 3 > t/r/f/c"},
+        Case{"u", "mkdir u", "mkdir u/r"}}) {
+    SCOPED_TRACE(c.dir);
+    int fd = open(Path(c.dir).c_str(), O_RDONLY | O_DIRECTORY);
+    ASSERT_GE(fd, 0) << strerror(errno);
+    ShOk(std::string("rm -rf ") + c.dir + " && " + c.remake);
+    EXPECT_EQ(Sh(c.fill), 0);
+    close(fd);
+  }
+  EXPECT_EQ(ShOk("ls t/r/f && ls u"), "c\nr\n");
+}
+
 TEST_F(ShellEngineTest, RowMadeByMkdirIsGoneAfterRemount) {
   CreateTable("t", {"f"});
   Mount();

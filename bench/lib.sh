@@ -1,13 +1,14 @@
 # Shared by the mount benchmarks that run one fresh local mount
 # (prefix_compare.sh, changes_bench.sh, stage_compare.sh,
-# bigwrite_compare.sh, onedir_compare.sh): source it, then
+# bigwrite_compare.sh, onedir_compare.sh, loop_compare.sh): source it, then
 #
 #   bench_require BIN_DIR NAME...   exits unless each BIN_DIR/NAME is built;
 #                                   sets bin_dir to BIN_DIR's absolute path
-#   bench_fresh_mount WORK          an empty data directory WORK/data
+#   bench_fresh_mount WORK [ARG...] an empty data directory WORK/data
 #                                   mounted at WORK/mnt by BIN_DIR/tabletfs
-#                                   (log: WORK/mount.log), unmounted at
-#                                   exit; sets work, data and mnt
+#                                   (with ARGs, e.g. -o spin_us=0; log:
+#                                   WORK/mount.log), unmounted at exit;
+#                                   sets work, data and mnt
 #   bench_median FILE NAME [COL]    the median of column COL (default 2)
 #                                   over FILE's lines whose column 1 is NAME
 #
@@ -34,7 +35,7 @@ bench_fresh_mount() {
   rm -rf "$data"
   mkdir -p "$data" "$mnt"
   trap bench_unmount EXIT
-  "$bin_dir/tabletfs" "$data" "$mnt" 2>>"$work/mount.log" || {
+  "$bin_dir/tabletfs" "${@:2}" "$data" "$mnt" 2>>"$work/mount.log" || {
     echo "$0: the mount failed: $work/mount.log says why" >&2
     exit 1
   }

@@ -96,6 +96,8 @@ class Loop {
   // watchdog without mu_.
   std::atomic<Phase> phase_{Phase::kReading};
   std::atomic<int64_t> serving_since_{0};
+  std::atomic<uint64_t> served_{0};  // requests read
+  std::atomic<bool> watchdog_asleep_{false};
 };
 
 // The loop a pool thread serves, and the generation it reads for (~0 when
@@ -200,6 +202,7 @@ void Loop::Worker() {
       mu_.Unlock();
       res = Read(&buf);
       if (res > 0) {
+        served_.fetch_add(1, std::memory_order_relaxed);
         serving_since_.store(NowNanos(), std::memory_order_relaxed);
         phase_.store(Phase::kServing, std::memory_order_release);
         fuse_session_process_buf(session_, &buf);
@@ -239,12 +242,15 @@ int Loop::Read(fuse_buf* buf) {
     int n = poll(fds, 2, -1);
     if (n < 0 && errno != EINTR) return -errno;
     if (fds[1].revents != 0) return 0;  // Shutdown
-    {
-      // Under mu_: the watchdog checks the phase before it sleeps.
+    phase_.store(Phase::kReading);
+    // The watchdog sleeps once a whole tick passed without a request. It
+    // sets watchdog_asleep_ before it reads the phase, this thread the
+    // phase before it reads watchdog_asleep_: one of them sees the other.
+    if (watchdog_asleep_.load()) {
       MutexLock l(&mu_);
-      phase_.store(Phase::kReading, std::memory_order_relaxed);
+      watchdog_asleep_.store(false);
+      watchdog_cv_.Signal();
     }
-    watchdog_cv_.Signal();
     spin_end = Clock::now() + options_.spin;
   }
 }
@@ -254,17 +260,24 @@ void Loop::Watchdog() {
                             options_.handoff_after)
                             .count();
   MutexLock l(&mu_);
+  uint64_t seen = served_.load(std::memory_order_relaxed);
   while (!exiting_) {
-    if (phase_.load(std::memory_order_relaxed) == Phase::kPolling) {
-      AwaitBusy();  // the daemon is idle
-      continue;
-    }
     AwaitTick();
-    if (exiting_ || !reader_taken_) continue;
-    if (phase_.load(std::memory_order_acquire) == Phase::kServing &&
+    if (exiting_) break;
+    if (reader_taken_ && phase_.load() == Phase::kServing &&
         NowNanos() - serving_since_.load(std::memory_order_relaxed) >= limit) {
       HandOff();
     }
+    if (served_.load(std::memory_order_relaxed) == seen) {
+      // A tick without a request: sleep until the reader's poll() ends
+      // (a wake-up after an idle tick, not one per request).
+      watchdog_asleep_.store(true);
+      if (phase_.load() == Phase::kPolling) {
+        while (watchdog_asleep_.load() && !exiting_) AwaitBusy();
+      }
+      watchdog_asleep_.store(false);
+    }
+    seen = served_.load(std::memory_order_relaxed);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "fs/area.h"
+#include "fs/fuse_loop.h"
 #include "fs/log.h"
 #include "fs/origin_bigtable.h"
 #include "fs/write_path.h"
@@ -17,6 +18,7 @@ namespace {
 
 // How long a reply waits for the invalidation notices its request queued.
 constexpr std::chrono::milliseconds kInvalidationWait{500};
+constexpr std::chrono::microseconds kInvalidationHandOff{200};
 
 // Why a %~HASH name cannot be written where its key does not exist yet.
 constexpr char kHashedNameHelp[] =
@@ -502,6 +504,11 @@ void Filesystem::AwaitInvalidations() {
   uint64_t ticket = last_ticket_;
   last_ticket_ = 0;
   if (ticket == 0 || !invalidator_) return;
+  // A notice blocked in the kernel behind a queued request (a directory
+  // lock held by a LOOKUP) needs another thread to read that request: if
+  // this thread is the loop's reader, it passes that on after a moment.
+  if (invalidator_->Await(ticket, kInvalidationHandOff)) return;
+  FuseLoopWillWait();
   if (!invalidator_->Await(ticket, kInvalidationWait)) {
     Log(LogLevel::kWarning,
         "an invalidation notice is still blocked in the kernel; replying "

@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -73,8 +74,9 @@ class Loop {
   void AwaitBusy() REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
     watchdog_cv_.Wait();
   }
-  void AwaitTick() REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
-    watchdog_cv_.WaitFor(options_.handoff_after);
+  void AwaitTick(std::chrono::microseconds wait)
+      REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
+    watchdog_cv_.WaitFor(wait);
   }
 
   fuse_session* const session_;
@@ -120,9 +122,13 @@ int Loop::Run() {
   sigaddset(&ending, SIGTERM);
   sigaddset(&ending, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &ending, &previous);
-  bool started;
-  {
+  bool started = false;
+  if (!fuse_session_exited(session_)) {
     MutexLock l(&mu_);
+    try {
+      threads_.reserve(options_.max_threads + 1);
+    } catch (const std::bad_alloc&) {
+    }
     StartThread(&Loop::Watchdog);
     StartThread(&Loop::Worker);
     started = threads_.size() == 2;
@@ -160,7 +166,7 @@ int Loop::Run() {
 void Loop::StartThread(void (Loop::*body)()) {
   try {
     threads_.emplace_back(body, this);
-  } catch (const std::system_error& e) {
+  } catch (const std::exception& e) {  // system_error, bad_alloc
     // Fewer threads serve: the reader's role waits for a busy one.
     Log(LogLevel::kWarning,
         std::string("fuse loop: cannot start a thread: ") + e.what());
@@ -239,8 +245,13 @@ int Loop::Read(fuse_buf* buf) {
     }
     phase_.store(Phase::kPolling, std::memory_order_relaxed);
     pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    int n = poll(fds, 2, -1);
-    if (n < 0 && errno != EINTR) return -errno;
+    if (poll(fds, 2, -1) < 0) {
+      // EINTR, or ENOMEM for poll's own table: read and poll again.
+      if (errno != EINTR) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      fds[1].revents = 0;
+    }
     if (fds[1].revents != 0) return 0;  // Shutdown
     phase_.store(Phase::kReading);
     // The watchdog sleeps once a whole tick passed without a request. It
@@ -262,11 +273,22 @@ void Loop::Watchdog() {
   MutexLock l(&mu_);
   uint64_t seen = served_.load(std::memory_order_relaxed);
   while (!exiting_) {
-    AwaitTick();
+    // A tick, or until the request being served reaches the limit.
+    std::chrono::microseconds wait = options_.handoff_after;
+    if (reader_taken_ && phase_.load() == Phase::kServing) {
+      const int64_t left =
+          limit - (NowNanos() - serving_since_.load(std::memory_order_relaxed));
+      wait = std::chrono::microseconds(std::max<int64_t>(left / 1000, 1));
+    }
+    AwaitTick(wait);
     if (exiting_) break;
     if (reader_taken_ && phase_.load() == Phase::kServing &&
         NowNanos() - serving_since_.load(std::memory_order_relaxed) >= limit) {
       HandOff();
+    } else if (!reader_taken_ && idle_ == 0 &&
+               static_cast<int>(threads_.size()) <= options_.max_threads) {
+      // A hand-off that could not start a thread: try again.
+      StartThread(&Loop::Worker);
     }
     if (served_.load(std::memory_order_relaxed) == seen) {
       // A tick without a request: sleep until the reader's poll() ends

@@ -6,8 +6,8 @@
 #   bench/bigwrite_compare.sh --base BIN_DIR --new BIN_DIR --work DIR
 #                             [--runs N] [--mib N]
 #
-# BIN_DIR holds `tabletfs` and `tabletfs_fsbench` (e.g. build/api/bin of two
-# checkouts). Root (or a user allowed to mount FUSE). Prints every run's
+# BIN_DIR holds `tabletfs` (e.g. build/api/bin of two checkouts); the new
+# one's `tabletfs_fsbench` writes for both. Root (or a user allowed to mount FUSE). Prints every run's
 # MB/s (the range is read from those lines), then each build's median.
 set -euo pipefail
 
@@ -28,29 +28,16 @@ if [[ -z "$base" || -z "$new" || -z "$work" ]]; then
 fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
-bench_require "$base" tabletfs tabletfs_fsbench
-base=$bin_dir
-bench_require "$new" tabletfs tabletfs_fsbench
-new=$bin_dir
-mkdir -p "$work"
-results=$(cd "$work" && pwd)/results.txt
-# Each run's mount, data and log (bench_fresh_mount sets `work` to it).
-runs_dir=$(cd "$work" && pwd)/run
-: >"$results"
+bench_two_builds "$base" "$new" "$work"
 
 one() {  # NAME BIN_DIR
   local line
   bin_dir=$2
   bench_fresh_mount "$runs_dir"
-  mkdir "$mnt/bench"
-  mkdir -p "$mnt/.schema/bench"  # made with the table
-  touch "$mnt/.schema/bench/f"
+  bench_table
   mkdir -p "$mnt/bench/big/f"
-  line=$("$bin_dir/tabletfs_fsbench" write "$mnt/bench/big/f/cell" "$mib")
-  bench_unmount
-  # The daemon holds the data directory's lock until it has closed the store.
-  sleep 0.5
-  rm -rf "$data"
+  line=$("$fsbench" write "$mnt/bench/big/f/cell" "$mib")
+  bench_end_mount
   echo "$1 $(sed -n 's/.*"mb_per_s":\([0-9.]*\).*/\1/p' <<<"$line")" |
     tee -a "$results"
 }

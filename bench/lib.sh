@@ -9,6 +9,14 @@
 #                                   (with ARGs, e.g. -o spin_us=0; log:
 #                                   WORK/mount.log), unmounted at exit;
 #                                   sets work, data and mnt
+#   bench_two_builds BASE NEW WORK  bench_require of both builds (BASE:
+#                                   tabletfs; NEW: tabletfs and
+#                                   tabletfs_fsbench); sets base, new,
+#                                   fsbench (NEW's), results (WORK/
+#                                   results.txt, emptied) and runs_dir
+#                                   (WORK/run: each run's mount, data, log)
+#   bench_table                     table `bench`, family f, in $mnt
+#   bench_end_mount                 unmounts $mnt, then removes $data
 #   bench_median FILE NAME [COL]    the median of column COL (default 2)
 #                                   over FILE's lines whose column 1 is NAME
 #
@@ -39,6 +47,31 @@ bench_fresh_mount() {
     echo "$0: the mount failed: $work/mount.log says why" >&2
     exit 1
   }
+}
+
+bench_two_builds() {
+  bench_require "$1" tabletfs
+  base=$bin_dir
+  bench_require "$2" tabletfs tabletfs_fsbench
+  new=$bin_dir
+  fsbench=$new/tabletfs_fsbench
+  mkdir -p "$3"
+  results=$(cd "$3" && pwd)/results.txt
+  runs_dir=$(cd "$3" && pwd)/run
+  : >"$results"
+}
+
+bench_table() {
+  mkdir "$mnt/bench"
+  mkdir -p "$mnt/.schema/bench"  # made with the table
+  touch "$mnt/.schema/bench/f"
+}
+
+bench_end_mount() {
+  bench_unmount
+  # The daemon holds the data directory's lock until it has closed the store.
+  sleep 0.5
+  rm -rf "$data"
 }
 
 bench_median() {

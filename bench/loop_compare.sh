@@ -36,15 +36,7 @@ if [[ -z "$base" || -z "$new" || -z "$work" ]]; then
 fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
-bench_require "$base" tabletfs
-base=$bin_dir
-bench_require "$new" tabletfs tabletfs_fsbench
-new=$bin_dir
-fsbench=$new/tabletfs_fsbench
-mkdir -p "$work"
-results=$(cd "$work" && pwd)/results.txt
-runs_dir=$(cd "$work" && pwd)/run
-: >"$results"
+bench_two_builds "$base" "$new" "$work"
 
 seconds() { date +%s.%N; }
 field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" <<<"$2"; }
@@ -60,9 +52,7 @@ one() {  # NAME BIN_DIR OPTS
   bin_dir=$2
   bench_fresh_mount "$runs_dir" "${opts[@]}"
   pid=$(cat "$data/mount.pid")
-  mkdir "$mnt/bench"
-  mkdir -p "$mnt/.schema/bench"  # made with the table
-  touch "$mnt/.schema/bench/f"
+  bench_table
   create=$("$fsbench" create "$mnt/bench" "$rows" 100 1)
   (cd "$mnt/bench" && find . -type f -exec cat {} + >/dev/null)
   t1=$(seconds)
@@ -77,10 +67,7 @@ one() {  # NAME BIN_DIR OPTS
     -v u="$cpu" \
     'BEGIN { printf "%s %.3f %.3f %.0f %.3f %s\n", n, c, b - a, s, e - d, u }' |
     tee -a "$results"
-  bench_unmount
-  # The daemon holds the data directory's lock until it has closed the store.
-  sleep 0.5
-  rm -rf "$data"
+  bench_end_mount
 }
 
 echo "build create_s cat2_s stat_per_s rm_s daemon_cpu_s"

@@ -31,16 +31,7 @@ if [[ -z "$base" || -z "$new" || -z "$work" ]]; then
 fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
-bench_require "$base" tabletfs
-base=$bin_dir
-bench_require "$new" tabletfs tabletfs_fsbench
-new=$bin_dir
-fsbench=$new/tabletfs_fsbench
-mkdir -p "$work"
-results=$(cd "$work" && pwd)/results.txt
-# Each run's mount, data and log (bench_fresh_mount sets `work` to it).
-runs_dir=$(cd "$work" && pwd)/run
-: >"$results"
+bench_two_builds "$base" "$new" "$work"
 
 seconds() { date +%s.%N; }
 
@@ -48,17 +39,12 @@ one() {  # NAME BIN_DIR N
   local line t1 t2
   bin_dir=$2
   bench_fresh_mount "$runs_dir"
-  mkdir "$mnt/bench"
-  mkdir -p "$mnt/.schema/bench"  # made with the table
-  touch "$mnt/.schema/bench/f"
+  bench_table
   line=$("$fsbench" create "$mnt/bench" 1 "$3")
   t1=$(seconds)
   rm -r "$mnt/bench/row000"
   t2=$(seconds)
-  bench_unmount
-  # The daemon holds the data directory's lock until it has closed the store.
-  sleep 0.5
-  rm -rf "$data"
+  bench_end_mount
   awk -v n="$1/$3" -v a="$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' <<<"$line")" \
     -v b="$t1" -v c="$t2" 'BEGIN { printf "%s %.3f %.3f\n", n, a, c - b }' |
     tee -a "$results"

@@ -23,10 +23,14 @@ namespace tabletfs {
 
 class Block {
  public:
-  // Checks the restart array. `context` ("<file>: block at offset N") is
-  // prefixed to every Corruption reported about this block.
-  static Result<std::shared_ptr<const Block>> Create(BlockContents contents,
-                                                     std::string context);
+  // Checks the restart array. The block's context, "<file>: block at
+  // offset N", is prefixed to every Corruption reported about it; a block
+  // keeps only the shared file name and the offset, and spells the context
+  // out when it reports one (a cache miss makes a block: no string each).
+  static Result<std::shared_ptr<const Block>> Create(
+      BlockContents contents, std::shared_ptr<const std::string> file_name,
+      uint64_t offset);
+  // `context` as given (tests, and blocks that are not a table's).
   static Result<std::shared_ptr<const Block>> Create(std::string_view contents,
                                                      std::string context);
 
@@ -43,12 +47,13 @@ class Block {
   };
 
  public:
-  Block(CreateKey, BlockContents contents, std::string context,
+  Block(CreateKey, BlockContents contents,
+        std::shared_ptr<const std::string> file_name, uint64_t offset,
         uint32_t restart_offset, uint32_t num_restarts);
 
   // Bytes held (the cache's charge).
   size_t size() const { return contents_.size; }
-  const std::string &context() const { return context_; }
+  std::string context() const;
 
   // An iterator over the block that holds a reference to it, so it stays
   // valid however long the caller keeps it. A malformed entry makes the
@@ -59,8 +64,12 @@ class Block {
  private:
   friend class BlockIterator;
 
+  // kNoOffset: *name_ is the whole context.
+  static constexpr uint64_t kNoOffset = ~uint64_t{0};
+
   const BlockContents contents_;
-  const std::string context_;
+  const std::shared_ptr<const std::string> name_;
+  const uint64_t offset_;
   const uint32_t restart_offset_;  // Offset of the restart array in data_.
   const uint32_t num_restarts_;
 };

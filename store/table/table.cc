@@ -26,13 +26,13 @@ Status CheckHandle(const BlockHandle& handle, uint64_t limit,
 }
 
 Result<std::shared_ptr<const Block>> ReadAndParseBlock(
-    const RandomAccessFile& file, std::string_view file_name,
+    const RandomAccessFile& file,
+    const std::shared_ptr<const std::string>& file_name,
     const BlockHandle& handle, uint32_t format_version) {
   TABLETFS_ASSIGN_OR_RETURN(
       BlockContents contents,
-      ReadBlockContents(file, file_name, handle, format_version));
-  return Block::Create(std::move(contents),
-                       BlockContext(file_name, handle.offset));
+      ReadBlockContents(file, *file_name, handle, format_version));
+  return Block::Create(std::move(contents), file_name, handle.offset);
 }
 
 }  // namespace
@@ -57,9 +57,10 @@ Result<std::shared_ptr<Table>> Table::Open(
 
   TABLETFS_RETURN_IF_ERROR(
       CheckHandle(footer.index, footer_offset, file_name, "index handle"));
-  TABLETFS_ASSIGN_OR_RETURN(
-      std::shared_ptr<const Block> index,
-      ReadAndParseBlock(*file, file_name, footer.index, footer.format_version));
+  auto shared_name = std::make_shared<const std::string>(file_name);
+  TABLETFS_ASSIGN_OR_RETURN(std::shared_ptr<const Block> index,
+                            ReadAndParseBlock(*file, shared_name, footer.index,
+                                              footer.format_version));
   FilterBytes filter;
   size_t filter_size = 0;
   if (footer.filter.size > 0) {
@@ -73,15 +74,15 @@ Result<std::shared_ptr<Table>> Table::Open(
     std::memcpy(filter.get(), bytes.data(), filter_size);
   }
   return std::shared_ptr<Table>(new Table(
-      options, std::move(file), file_size, cache_id, std::move(file_name),
+      options, std::move(file), file_size, cache_id, std::move(shared_name),
       footer, std::move(index), std::move(filter), filter_size));
 }
 
 Table::Table(const TableOptions& options,
              std::unique_ptr<RandomAccessFile> file, uint64_t file_size,
-             uint64_t cache_id, std::string file_name, Footer footer,
-             std::shared_ptr<const Block> index, FilterBytes filter,
-             size_t filter_size)
+             uint64_t cache_id, std::shared_ptr<const std::string> file_name,
+             Footer footer, std::shared_ptr<const Block> index,
+             FilterBytes filter, size_t filter_size)
     : options_(options),
       file_(std::move(file)),
       file_size_(file_size),
@@ -95,17 +96,17 @@ Table::Table(const TableOptions& options,
 Table::~Table() = default;
 
 Result<std::shared_ptr<const Block>> Table::ReadDataBlock(
-    const BlockHandle& handle, bool fill_cache) const {
+    const BlockHandle& handle, CacheUse use) const {
   BlockCache* cache = options_.block_cache;
   if (cache != nullptr) {
     // A one-pass read (compaction) uses a cached block but is not counted
     // as a read's hit or miss.
-    std::shared_ptr<const Block> block =
-        cache->Lookup(cache_id_, handle.offset, /*count=*/fill_cache);
+    std::shared_ptr<const Block> block = cache->Lookup(
+        cache_id_, handle.offset, /*count=*/use != CacheUse::kOnePass);
     if (block != nullptr) return block;
   }
   TABLETFS_RETURN_IF_ERROR(CheckHandle(
-      handle, file_size_ - Footer::kEncodedLength, file_name_, "index entry"));
+      handle, file_size_ - Footer::kEncodedLength, *file_name_, "index entry"));
   if (TableReadCounters* counters = options_.read_counters) {
     counters->block_reads.fetch_add(1, std::memory_order_relaxed);
     counters->block_read_bytes.fetch_add(handle.size + kBlockTrailerSize,
@@ -114,11 +115,16 @@ Result<std::shared_ptr<const Block>> Table::ReadDataBlock(
   TABLETFS_ASSIGN_OR_RETURN(
       std::shared_ptr<const Block> block,
       ReadAndParseBlock(*file_, file_name_, handle, footer_.format_version));
-  if (fill_cache) {
-    if (cache != nullptr) cache->Insert(cache_id_, handle.offset, block);
-  } else {
-    // A one-pass read (compaction): the block has its own copy now.
-    file_->DropReadPages(handle.offset, handle.size + kBlockTrailerSize);
+  switch (use) {
+    case CacheUse::kFill:
+      if (cache != nullptr) cache->Insert(cache_id_, handle.offset, block);
+      break;
+    case CacheUse::kScan:
+      break;
+    case CacheUse::kOnePass:
+      // The block has its own copy now.
+      file_->DropReadPages(handle.offset, handle.size + kBlockTrailerSize);
+      break;
   }
   return block;
 }
@@ -167,7 +173,7 @@ Status Table::VerifyChecksums() const {
                                               footer_.format_version));
   if (footer_.filter.size > 0) {
     Result<std::string> filter =
-        ReadBlock(*file_, file_name_, footer_.filter, footer_.format_version);
+        ReadBlock(*file_, *file_name_, footer_.filter, footer_.format_version);
     if (!filter.ok()) return filter.status();
   }
   std::unique_ptr<Iterator> index_iter = Block::NewIterator(index);
@@ -179,7 +185,7 @@ Status Table::VerifyChecksums() const {
     }
     TABLETFS_RETURN_IF_ERROR(CheckHandle(handle,
                                          file_size_ - Footer::kEncodedLength,
-                                         file_name_, "index entry"));
+                                         *file_name_, "index entry"));
     TABLETFS_ASSIGN_OR_RETURN(
         std::shared_ptr<const Block> block,
         ReadAndParseBlock(*file_, file_name_, handle, footer_.format_version));
@@ -219,6 +225,7 @@ class Table::TwoLevelIterator final : public Iterator {
 
   void SeekToFirst() override {
     if (!status_.ok()) return;
+    blocks_stepped_ = 0;
     index_iter_->SeekToFirst();
     InitDataBlock();
     if (data_iter_ != nullptr) data_iter_->SeekToFirst();
@@ -227,6 +234,7 @@ class Table::TwoLevelIterator final : public Iterator {
 
   void Seek(std::string_view target) override {
     if (!status_.ok()) return;
+    blocks_stepped_ = 0;
     index_iter_->Seek(target);
     InitDataBlock();
     if (data_iter_ != nullptr) data_iter_->Seek(target);
@@ -254,8 +262,11 @@ class Table::TwoLevelIterator final : public Iterator {
       return;
     }
     if (data_iter_ != nullptr && handle.offset == data_offset_) return;
+    CacheUse use = !fill_cache_                          ? CacheUse::kOnePass
+                   : blocks_stepped_ < kScanBlocksCached ? CacheUse::kFill
+                                                         : CacheUse::kScan;
     Result<std::shared_ptr<const Block>> block =
-        table_->ReadDataBlock(handle, fill_cache_);
+        table_->ReadDataBlock(handle, use);
     if (!block.ok()) {
       Fail(block.status());
       return;
@@ -275,6 +286,7 @@ class Table::TwoLevelIterator final : public Iterator {
         return;
       }
       index_iter_->Next();
+      ++blocks_stepped_;
       InitDataBlock();
       if (data_iter_ != nullptr) data_iter_->SeekToFirst();
     }
@@ -290,6 +302,7 @@ class Table::TwoLevelIterator final : public Iterator {
   const std::unique_ptr<Iterator> index_iter_;
   std::unique_ptr<Iterator> data_iter_;  // Holds its block.
   uint64_t data_offset_ = 0;             // Of data_iter_'s block.
+  int blocks_stepped_ = 0;  // Next()s into the next block since a seek
   Status status_;                        // Sticky: the first error.
 };
 

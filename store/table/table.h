@@ -49,11 +49,18 @@ class Table : public std::enable_shared_from_this<Table> {
 
   // A two-level iterator (index -> data blocks) over every entry, in key
   // order. It holds a reference to this Table. fill_cache=false: blocks read
-  // from the file are not added to the block cache (compactions, scans that
-  // should not flush the cache). A block that fails to read or verify makes
+  // from the file are not added to the block cache, nor counted as a read's
+  // hits and misses, and their pages are dropped (one pass: compactions).
+  // With fill_cache, a scan stops adding blocks once it has stepped from
+  // block to block kScanBlocksCached times since its last seek: a long
+  // scan then decodes into memory it frees again at once instead of
+  // evicting what point reads and short scans keep in the cache (as a
+  // sequential scan of a large table uses a small ring of buffers in
+  // PostgreSQL). A block that fails to read or verify makes
   // the iterator !Valid() with that status; it never skips a bad block, and
   // the error is sticky (later Seeks leave it !Valid()).
   std::unique_ptr<Iterator> NewIterator(bool fill_cache = true) const;
+  static constexpr int kScanBlocksCached = 8;
 
   // False only when no key added to the table had `filter_key` among its
   // filter keys (TableOptions::filter_keys). True when the table has no
@@ -79,7 +86,7 @@ class Table : public std::enable_shared_from_this<Table> {
   // evenly spaced by bytes, for split points and row samples.
   std::vector<std::string> IndexKeys() const;
 
-  const std::string &file_name() const { return file_name_; }
+  const std::string &file_name() const { return *file_name_; }
   uint64_t file_size() const { return file_size_; }
   uint64_t cache_id() const { return cache_id_; }
 
@@ -97,22 +104,29 @@ class Table : public std::enable_shared_from_this<Table> {
   using FilterBytes = std::unique_ptr<char[], AlignedDelete>;
 
   Table(const TableOptions &options, std::unique_ptr<RandomAccessFile> file,
-        uint64_t file_size, uint64_t cache_id, std::string file_name,
-        Footer footer, std::shared_ptr<const Block> index, FilterBytes filter,
+        uint64_t file_size, uint64_t cache_id,
+        std::shared_ptr<const std::string> file_name, Footer footer,
+        std::shared_ptr<const Block> index, FilterBytes filter,
         size_t filter_size);
 
   BloomLayout filter_layout() const;
   std::string_view filter() const { return {filter_.get(), filter_size_}; }
 
+  // How a data block read uses the block cache (NewIterator).
+  enum class CacheUse {
+    kFill,     // look up, count, add what was read
+    kScan,     // look up, count, add nothing
+    kOnePass,  // look up, add nothing, drop the file's pages read
+  };
   // The data block at `handle`, from the cache or the file.
   Result<std::shared_ptr<const Block>> ReadDataBlock(const BlockHandle &handle,
-                                                     bool fill_cache) const;
+                                                     CacheUse use) const;
 
   const TableOptions options_;
   const std::unique_ptr<RandomAccessFile> file_;
   const uint64_t file_size_;
   const uint64_t cache_id_;
-  const std::string file_name_;
+  const std::shared_ptr<const std::string> file_name_;  // shared by blocks
   const Footer footer_;
   const std::shared_ptr<const Block> index_;
   const FilterBytes filter_;  // nullptr: no filter.

@@ -122,9 +122,7 @@ Result<std::shared_ptr<const Block>> Table::ReadDataBlock(
     case CacheUse::kScan:
       break;
     case CacheUse::kOnePass:
-      // The block has its own copy now.
-      file_->DropReadPages(handle.offset, handle.size + kBlockTrailerSize);
-      break;
+      break;  // the iterator drops the pages read (DropPagesBefore)
   }
   return block;
 }
@@ -206,6 +204,9 @@ class Table::TwoLevelIterator final : public Iterator {
       : table_(std::move(table)),
         fill_cache_(fill_cache),
         index_iter_(Block::NewIterator(table_->index_)) {}
+  ~TwoLevelIterator() override {
+    if (!fill_cache_) DropPagesBefore(read_end_);
+  }
 
   bool Valid() const override {
     return status_.ok() && data_iter_ != nullptr && data_iter_->Valid();
@@ -271,6 +272,13 @@ class Table::TwoLevelIterator final : public Iterator {
       Fail(block.status());
       return;
     }
+    if (use == CacheUse::kOnePass) {
+      // The blocks have their own copies: a one-pass reader gives the
+      // file's pages back a megabyte at a time, not a block at a time (each
+      // call unmaps, which interrupts every CPU that ran this process).
+      read_end_ = handle.offset + handle.size + kBlockTrailerSize;
+      if (read_end_ >= dropped_to_ + kDropBytes) DropPagesBefore(read_end_);
+    }
     data_iter_ = Block::NewIterator(std::move(block).value());
     data_offset_ = handle.offset;
   }
@@ -292,6 +300,13 @@ class Table::TwoLevelIterator final : public Iterator {
     }
   }
 
+  void DropPagesBefore(uint64_t end) {
+    if (end > dropped_to_) {
+      table_->file_->DropReadPages(dropped_to_, end - dropped_to_);
+      dropped_to_ = end;
+    }
+  }
+
   void Fail(Status s) {
     status_ = std::move(s);
     data_iter_.reset();
@@ -303,6 +318,11 @@ class Table::TwoLevelIterator final : public Iterator {
   std::unique_ptr<Iterator> data_iter_;  // Holds its block.
   uint64_t data_offset_ = 0;             // Of data_iter_'s block.
   int blocks_stepped_ = 0;  // Next()s into the next block since a seek
+  // One pass (!fill_cache_): the end of the last block read, and how far
+  // the file's pages have been dropped.
+  static constexpr uint64_t kDropBytes = 1 << 20;
+  uint64_t read_end_ = 0;
+  uint64_t dropped_to_ = 0;
   Status status_;                        // Sticky: the first error.
 };
 

@@ -52,6 +52,9 @@ struct Options {
 
   // Target uncompressed size of an SSTable data block.
   size_t block_size = 16u << 10;
+  // A data block is cut early, at a quarter of block_size, once it holds
+  // this many entries (TableOptions::block_entries). 0: by size only.
+  size_t block_entries = 32;
   // Memory bound of the uncompressed-block cache.
   size_t block_cache_bytes = 64u << 20;
   // Bound on SSTables kept open, and separately on value files kept open

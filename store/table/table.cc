@@ -235,8 +235,17 @@ class Table::TwoLevelIterator final : public Iterator {
 
   void Seek(std::string_view target) override {
     if (!status_.ok()) return;
-    blocks_stepped_ = 0;
     index_iter_->Seek(target);
+    // CellCursor seeks past versions and columns as it scans: a seek that
+    // stays in this block or lands in the next one counts as the scan's
+    // step; any other starts the count over.
+    BlockHandle next;
+    if (data_iter_ != nullptr && index_iter_->Valid() && PeekHandle(&next) &&
+        (next.offset == data_offset_ || next.offset == data_end_)) {
+      if (next.offset == data_end_) Step();
+    } else {
+      blocks_stepped_ = 0;
+    }
     InitDataBlock();
     if (data_iter_ != nullptr) data_iter_->Seek(target);
     SkipEmptyDataBlocksForward();
@@ -257,8 +266,7 @@ class Table::TwoLevelIterator final : public Iterator {
       return;
     }
     BlockHandle handle;
-    std::string_view value = index_iter_->value();
-    if (!handle.DecodeFrom(&value)) {
+    if (!PeekHandle(&handle)) {
       Fail(Status::Corruption(table_->index_->context(), "bad block handle"));
       return;
     }
@@ -276,11 +284,16 @@ class Table::TwoLevelIterator final : public Iterator {
       // The blocks have their own copies: a one-pass reader gives the
       // file's pages back a megabyte at a time, not a block at a time (each
       // call unmaps, which interrupts every CPU that ran this process).
+      if (handle.offset != read_end_) {  // a seek: start from here
+        DropPagesBefore(read_end_);
+        dropped_to_ = handle.offset;
+      }
       read_end_ = handle.offset + handle.size + kBlockTrailerSize;
       if (read_end_ >= dropped_to_ + kDropBytes) DropPagesBefore(read_end_);
     }
     data_iter_ = Block::NewIterator(std::move(block).value());
     data_offset_ = handle.offset;
+    data_end_ = handle.offset + handle.size + kBlockTrailerSize;
   }
 
   void SkipEmptyDataBlocksForward() {
@@ -294,10 +307,20 @@ class Table::TwoLevelIterator final : public Iterator {
         return;
       }
       index_iter_->Next();
-      ++blocks_stepped_;
+      Step();
       InitDataBlock();
       if (data_iter_ != nullptr) data_iter_->SeekToFirst();
     }
+  }
+
+  // The handle in the index iterator's entry. REQUIRES: it is Valid().
+  bool PeekHandle(BlockHandle* handle) const {
+    std::string_view value = index_iter_->value();
+    return handle->DecodeFrom(&value);
+  }
+
+  void Step() {
+    if (blocks_stepped_ < kScanBlocksCached) ++blocks_stepped_;
   }
 
   void DropPagesBefore(uint64_t end) {
@@ -316,8 +339,11 @@ class Table::TwoLevelIterator final : public Iterator {
   const bool fill_cache_;
   const std::unique_ptr<Iterator> index_iter_;
   std::unique_ptr<Iterator> data_iter_;  // Holds its block.
-  uint64_t data_offset_ = 0;             // Of data_iter_'s block.
-  int blocks_stepped_ = 0;  // Next()s into the next block since a seek
+  uint64_t data_offset_ = 0;             // Of data_iter_'s block,
+  uint64_t data_end_ = 0;                // and where the next one starts.
+  // Steps into the next block since a seek elsewhere (at most
+  // kScanBlocksCached).
+  int blocks_stepped_ = 0;
   // One pass (!fill_cache_): the end of the last block read, and how far
   // the file's pages have been dropped.
   static constexpr uint64_t kDropBytes = 1 << 20;

@@ -52,7 +52,8 @@ class Table : public std::enable_shared_from_this<Table> {
   // from the file are not added to the block cache, nor counted as a read's
   // hits and misses, and their pages are dropped (one pass: compactions).
   // With fill_cache, a scan stops adding blocks once it has stepped from
-  // block to block kScanBlocksCached times since its last seek: a long
+  // block to block kScanBlocksCached times since it last sought elsewhere
+  // (a seek within its block or into the next one is a step): a long
   // scan then decodes into memory it frees again at once instead of
   // evicting what point reads and short scans keep in the cache (as a
   // sequential scan of a large table uses a small ring of buffers in

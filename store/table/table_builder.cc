@@ -50,7 +50,11 @@ void TableBuilder::Add(std::string_view key, std::string_view value) {
   data_block_.Add(key, value);
   largest_key_.assign(key);
   ++num_entries_;
-  if (data_block_.CurrentSizeEstimate() >= options_.block_size) {
+  ++block_entries_;
+  const size_t size = data_block_.CurrentSizeEstimate();
+  if (size >= options_.block_size ||
+      (options_.block_entries > 0 && block_entries_ >= options_.block_entries &&
+       size >= options_.block_size / 4)) {
     FlushDataBlock();
   }
 }
@@ -69,6 +73,7 @@ void TableBuilder::FlushDataBlock() {
   // the next block's first key (Add) or the table's end (Finish).
   pending_index_ = handle;
   data_block_.Reset();
+  block_entries_ = 0;
 }
 
 void TableBuilder::AddIndexEntry(std::string_view index_key) {

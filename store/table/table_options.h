@@ -31,6 +31,12 @@ struct TableOptions {
   // for why 16 KiB). A block is cut once it reaches this size, so a block
   // exceeds it by at most one entry.
   size_t block_size = 16u << 10;
+  // A block is also cut once it holds this many entries and at least a
+  // quarter of block_size: a block of small entries (100-byte cells) stays
+  // near 4 KiB, so a point read that misses the block cache decodes a
+  // quarter as much, while a block of large entries still holds enough of
+  // them to spread a scan's cost per block. 0: by size only.
+  size_t block_entries = 32;
   // Keys between restart points in a block.
   int restart_interval = 16;
   // The format version new tables are written in (Footer::kCurrentVersion;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -19,8 +20,9 @@ namespace {
 class VectorIterator final : public Iterator {
  public:
   explicit VectorIterator(std::vector<std::pair<std::string, std::string>> kv,
-                          Status status = Status::OK())
-      : kv_(std::move(kv)), status_(std::move(status)) {}
+                          Status status = Status::OK(),
+                          size_t fail_at = SIZE_MAX)
+      : kv_(std::move(kv)), status_(std::move(status)), fail_at_(fail_at) {}
 
   bool Valid() const override { return status_.ok() && pos_ < kv_.size(); }
   void SeekToFirst() override { Load(0); }
@@ -38,11 +40,13 @@ class VectorIterator final : public Iterator {
  private:
   void Load(size_t pos) {
     pos_ = pos;
+    if (pos_ >= fail_at_) status_ = Status::Corruption("bad block");
     key_.assign(pos_ < kv_.size() ? kv_[pos_].first : std::string(8, '#'));
   }
 
   std::vector<std::pair<std::string, std::string>> kv_;
   Status status_;
+  size_t fail_at_;  // the position at which the iterator fails
   size_t pos_ = 0;
   std::string key_;
 };
@@ -122,6 +126,24 @@ TEST(MergerTest, AFailedChildEndsValidityAndReportsItsError) {
   EXPECT_EQ(std::get<0>(seen[0]), "a");
   EXPECT_EQ(std::get<0>(seen[1]), "c");
   EXPECT_FALSE(merged->status().ok());
+}
+
+TEST(MergerTest, AChildFailingMidwayLeavesTheOthersInOrder) {
+  std::vector<std::unique_ptr<Iterator>> children;
+  children.push_back(std::make_unique<VectorIterator>(
+      std::vector<std::pair<std::string, std::string>>{
+          {"a", "0:0"}, {"c", "0:1"}, {"e", "0:2"}, {"g", "0:3"}}));
+  // Fails when it moves past "d".
+  children.push_back(std::make_unique<VectorIterator>(
+      std::vector<std::pair<std::string, std::string>>{
+          {"b", "1:0"}, {"d", "1:1"}, {"f", "1:2"}},
+      Status::OK(), /*fail_at=*/2));
+  std::unique_ptr<Iterator> merged = NewMergingIterator(std::move(children));
+  merged->SeekToFirst();
+  std::string keys;
+  for (const Entry& e : Drain(merged.get())) keys += std::get<0>(e);
+  EXPECT_EQ(keys, "abcdeg");
+  EXPECT_TRUE(merged->status().IsCorruption());
 }
 
 }  // namespace

@@ -212,6 +212,31 @@ TEST(TableTest, IndexSeparatorsKeepEverySeekRight) {
   EXPECT_TRUE(it->status().ok());
 }
 
+TEST(TableTest, BlocksOfSmallEntriesAreCutAtAQuarterOfTheBlockSize) {
+  // TableOptions::block_entries: a block holding 32 entries is cut once it
+  // reaches a quarter of block_size; blocks of large entries are not.
+  auto blocks = [](size_t value_size, size_t block_entries) {
+    TableOptions options;  // block_size 16 KiB
+    options.block_entries = block_entries;
+    KV kv;
+    for (int i = 0; i < 4000; ++i) {
+      kv[Row(i)] = std::string(value_size, static_cast<char>('a' + i % 26));
+    }
+    auto table = OpenTable(options, BuildTable(options, kv));
+    EXPECT_TRUE(table.ok()) << table.status().ToString();
+    Status s;
+    EXPECT_EQ(ReadAll(**table, &s), kv);
+    EXPECT_TRUE(s.ok());
+    return (*table)->IndexKeys().size();  // one index entry per block
+  };
+  // 100-byte values: ~4 KiB blocks (about 35 entries), four times as many.
+  const size_t small = blocks(100, 32), small_by_size = blocks(100, 0);
+  EXPECT_GE(small, 3.5 * small_by_size) << small << " vs " << small_by_size;
+  EXPECT_LE(small, 4000 / 32 + 1);
+  // 1,000-byte values: 16 entries fill 16 KiB first; nothing changes.
+  EXPECT_EQ(blocks(1000, 32), blocks(1000, 0));
+}
+
 TEST(TableTest, CompressionChosenPerBlock) {
   TableOptions options = SmallBlocks();
   // Only the second half of the rows asks for lz4.
@@ -434,9 +459,26 @@ TEST(TableTest, BlockCacheBoundAndHits) {
   uint64_t hits_before = cache2.hits();
   ASSERT_EQ(ReadAll(**table2, &s), kv);
   EXPECT_EQ(cache2.hits(), hits_before + Table::kScanBlocksCached);
-  // Seeks read one block each and add it.
-  auto seeker = (*table2)->NewIterator();
+  // A scan that seeks forward to each next key, as a scan skipping old
+  // versions does, is a scan too.
+  BlockCache cache3(1 << 20);
+  options.block_cache = &cache3;
+  auto table3 = OpenTable(options, BuildTable(options, kv), 9);
+  ASSERT_TRUE(table3.ok());
+  auto skipper = (*table3)->NewIterator();
+  for (const auto& [k, v] : kv) {
+    skipper->Seek(k);
+    ASSERT_TRUE(skipper->Valid());
+    ASSERT_EQ(skipper->key(), k);
+  }
+  EXPECT_EQ(cache3.size(), size_t{Table::kScanBlocksCached});
+  // A seek elsewhere starts over: the same iterator adds blocks again.
+  skipper->Seek(Row(150));
+  ASSERT_TRUE(skipper->Valid());
+  EXPECT_EQ(cache3.size(), size_t{Table::kScanBlocksCached} + 1);
+  // Point reads (an iterator each) read one block each and add it.
   for (int i = 0; i < 300; ++i) {
+    auto seeker = (*table2)->NewIterator();
     seeker->Seek(Row(i));
     ASSERT_TRUE(seeker->Valid());
   }

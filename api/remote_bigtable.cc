@@ -755,6 +755,7 @@ class Client {
       ctx.set_deadline(std::chrono::system_clock::now() + options_.rpc_timeout);
       ctx.AddMetadata("x-goog-request-params", params);
       RpcRecord record(&stats_, rpc, bytes, attempt > 0);
+      if (options_.before_wait) options_.before_wait();
       grpc::Status s = call(&ctx, &record);
       record.Finish(s.error_code());
       if (!idempotent || !Retryable(s, attempt)) return s;
@@ -841,6 +842,7 @@ class ReadRowsCall {
   bool Await() {
     void* tag = nullptr;
     bool ok = false;
+    if (client_->options().before_wait) client_->options().before_wait();
     const auto deadline =
         std::chrono::system_clock::now() + client_->options().rpc_timeout;
     switch (cq_.AsyncNext(&tag, &ok, deadline)) {

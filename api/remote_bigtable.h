@@ -187,6 +187,7 @@
 #define TABLETFS_API_REMOTE_BIGTABLE_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -225,6 +226,13 @@ struct RemoteOptions {
   // are rare: a mount keeps them as long as the kernel keeps attributes
   // (at most 1 s). Schema changes through this client are seen at once.
   std::chrono::milliseconds schema_cache_ttl{0};
+  // Called on the calling thread just before it waits for the server: before
+  // each RPC is sent and before each wait for a scan's next response. A
+  // mount passes fs::FuseLoopWillWait, so the thread serving a FUSE
+  // request hands the device to another thread before it blocks on the
+  // network, instead of after the loop's 1 ms watchdog (fs/fuse_loop.h).
+  // Empty: nothing.
+  std::function<void()> before_wait;
 };
 
 // A store over `options.endpoint`. Connects lazily: gRPC channels connect

@@ -19,6 +19,7 @@
 
 #include "api/remote_bigtable.h"
 #include "api/server.h"
+#include "fs/fuse_loop.h"
 #include "fs/log.h"
 #include "fs/session.h"
 #include "mount/daemon/test_faults.h"
@@ -178,6 +179,9 @@ Status OpenRemote(const DaemonArgs& args, OpenedStore* out) {
   // user set wins.
   setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "100",
          /*overwrite=*/0);
+  // A request that waits for the server hands the FUSE device to another
+  // thread first, so requests behind it do not wait the loop's watchdog.
+  options.before_wait = fs::FuseLoopWillWait;
   auto store = api::ConnectBigtable(options);
   if (!store.ok()) return store.status();
   out->store = std::move(store).value();

@@ -1004,6 +1004,45 @@ TEST_F(RemoteBigtableTest, StatsCountEachRpcWithBytesLatencyAndErrors) {
   EXPECT_EQ(StatOf(*remote_, "cache_hits"), 0u) << "no cache by default";
 }
 
+// RemoteOptions::before_wait: called on the calling thread before every RPC
+// and every wait for a scan's response, and not for an answer from the
+// read cache (nothing to wait for).
+TEST_F(RemoteBigtableTest,
+       BeforeWaitRunsOnTheCallerBeforeEachWaitForTheServer) {
+  std::atomic<int> calls{0};
+  std::atomic<int> elsewhere{0};
+  const std::thread::id caller = std::this_thread::get_id();
+  RemoteOptions options = OptionsFor("unix:" + dir_ + "/bigtable.sock");
+  options.read_cache_ttl = std::chrono::milliseconds(60000);
+  options.before_wait = [&] {
+    calls++;
+    if (std::this_thread::get_id() != caller) elsewhere++;
+  };
+  auto remote = ConnectBigtable(options);
+  ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+  Bigtable& db = **remote;
+
+  const uint64_t rpcs = StatOf(db, "rpcs");
+  RowMutation m("r");
+  m.SetCell("f", "q", 1000, "value");
+  ASSERT_TRUE(db.Apply("t", m, WriteOptions()).ok());
+  const int after_apply = calls.load();
+  EXPECT_GE(after_apply, static_cast<int>(StatOf(db, "rpcs") - rpcs));
+  EXPECT_GT(after_apply, 0);
+
+  // A read from the server: the stream's start, responses and end.
+  ASSERT_TRUE(db.ReadCell("t", "r", "f", "q", ReadOptions()).ok());
+  const int after_read = calls.load();
+  EXPECT_GE(after_read, after_apply + 2);
+  // The same read again comes from the cache: no wait.
+  ASSERT_TRUE(db.ReadCell("t", "r", "f", "q", ReadOptions()).ok());
+  EXPECT_EQ(calls.load(), after_read);
+
+  EXPECT_EQ(ScanAll(db, "t", ScanOptions()).size(), 2u);  // a cell, OK
+  EXPECT_GE(calls.load(), after_read + 2);
+  EXPECT_EQ(elsewhere.load(), 0);
+}
+
 // RemoteOptions::read_cache_ttl: reads of the newest versions answered
 // again within the TTL, own writes read back at once, others' once it has
 // passed; reads of the past or of every version always ask.

@@ -15,11 +15,11 @@
 // or starting one) when a request it serves takes longer than
 // `handoff_after` (a watchdog thread checks while the daemon is busy), or
 // at once when the handler says it will wait (FuseLoopWillWait: for a
-// RELEASE that only another thread can read, or for an invalidation
-// notice blocked in the kernel behind a queued request). So a slow
-// request (a remote store's RPC, a large commit) holds up others for at
-// most about `handoff_after`, and at most `max_threads` requests are
-// served at once.
+// RELEASE that only another thread can read, for an invalidation notice
+// blocked in the kernel behind a queued request, or for a remote store's
+// server: api::RemoteOptions::before_wait). So a slow request (a large
+// commit) holds up others for at most about `handoff_after`, and at most
+// `max_threads` requests are served at once.
 //
 // Shutdown: the loop ends when the session exits (unmount: the device
 // read fails with ENODEV; or libfuse's signal handlers, which the calling

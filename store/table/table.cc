@@ -236,17 +236,7 @@ class Table::TwoLevelIterator final : public Iterator {
   void Seek(std::string_view target) override {
     if (!status_.ok()) return;
     index_iter_->Seek(target);
-    // CellCursor seeks past versions and columns as it scans: a seek that
-    // stays in this block or lands in the next one counts as the scan's
-    // step; any other starts the count over.
-    BlockHandle next;
-    if (data_iter_ != nullptr && index_iter_->Valid() && PeekHandle(&next) &&
-        (next.offset == data_offset_ || next.offset == data_end_)) {
-      if (next.offset == data_end_) Step();
-    } else {
-      blocks_stepped_ = 0;
-    }
-    InitDataBlock();
+    InitDataBlock(/*seek=*/true);
     if (data_iter_ != nullptr) data_iter_->Seek(target);
     SkipEmptyDataBlocksForward();
   }
@@ -259,18 +249,30 @@ class Table::TwoLevelIterator final : public Iterator {
 
  private:
   // Points data_iter_ at the block the index iterator names (nullptr when
-  // the index iterator is exhausted or on error).
-  void InitDataBlock() {
+  // the index iterator is exhausted or on error). `seek`: Seek() moved the
+  // index iterator. CellCursor seeks past versions and columns as it
+  // scans, so a seek that stays in this block or lands in the next one
+  // counts as the scan's step; any other starts the count over.
+  void InitDataBlock(bool seek = false) {
     if (!index_iter_->Valid()) {
       data_iter_.reset();
       return;
     }
     BlockHandle handle;
-    if (!PeekHandle(&handle)) {
+    std::string_view value = index_iter_->value();
+    if (!handle.DecodeFrom(&value)) {
       Fail(Status::Corruption(table_->index_->context(), "bad block handle"));
       return;
     }
-    if (data_iter_ != nullptr && handle.offset == data_offset_) return;
+    const bool here = data_iter_ != nullptr && handle.offset == data_offset_;
+    if (seek) {
+      if (data_iter_ != nullptr && handle.offset == data_end_) {
+        Step();
+      } else if (!here) {
+        blocks_stepped_ = 0;
+      }
+    }
+    if (here) return;
     CacheUse use = !fill_cache_                          ? CacheUse::kOnePass
                    : blocks_stepped_ < kScanBlocksCached ? CacheUse::kFill
                                                          : CacheUse::kScan;
@@ -311,12 +313,6 @@ class Table::TwoLevelIterator final : public Iterator {
       InitDataBlock();
       if (data_iter_ != nullptr) data_iter_->SeekToFirst();
     }
-  }
-
-  // The handle in the index iterator's entry. REQUIRES: it is Valid().
-  bool PeekHandle(BlockHandle* handle) const {
-    std::string_view value = index_iter_->value();
-    return handle->DecodeFrom(&value);
   }
 
   void Step() {

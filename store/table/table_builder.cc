@@ -50,10 +50,10 @@ void TableBuilder::Add(std::string_view key, std::string_view value) {
   data_block_.Add(key, value);
   largest_key_.assign(key);
   ++num_entries_;
-  ++block_entries_;
   const size_t size = data_block_.CurrentSizeEstimate();
   if (size >= options_.block_size ||
-      (options_.block_entries > 0 && block_entries_ >= options_.block_entries &&
+      (options_.block_entries > 0 &&
+       data_block_.entries() >= options_.block_entries &&
        size >= options_.block_size / 4)) {
     FlushDataBlock();
   }
@@ -73,7 +73,6 @@ void TableBuilder::FlushDataBlock() {
   // the next block's first key (Add) or the table's end (Finish).
   pending_index_ = handle;
   data_block_.Reset();
-  block_entries_ = 0;
 }
 
 void TableBuilder::AddIndexEntry(std::string_view index_key) {

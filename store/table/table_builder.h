@@ -75,7 +75,6 @@ class TableBuilder {
   std::string largest_key_;
   std::string scratch_;
   uint64_t num_entries_ = 0;
-  size_t block_entries_ = 0;  // in data_block_
   bool closed_ = false;
 };
 

@@ -38,7 +38,7 @@ one() {  # NAME BIN_DIR
   mkdir -p "$mnt/bench/big/f"
   line=$("$fsbench" write "$mnt/bench/big/f/cell" "$mib")
   bench_end_mount
-  echo "$1 $(sed -n 's/.*"mb_per_s":\([0-9.]*\).*/\1/p' <<<"$line")" |
+  echo "$1 $(bench_field mb_per_s "$line")" |
     tee -a "$results"
 }
 

@@ -78,3 +78,9 @@ bench_median() {
   awk -v n="$2" -v c="${3:-2}" '$1 == n { print $c }' "$1" | sort -n |
     awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
+
+# The number after "NAME": in LINE, one line of JSON (a program's result).
+bench_field() { sed -n "s/.*\"$1\":\([0-9.e+-]*\).*/\1/p" <<<"$2"; }
+
+# Now, in seconds since the epoch (to the nanosecond).
+bench_now() { date +%s.%N; }

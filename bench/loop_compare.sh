@@ -38,8 +38,6 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 bench_two_builds "$base" "$new" "$work"
 
-seconds() { date +%s.%N; }
-field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" <<<"$2"; }
 # The daemon's user + system CPU seconds (fields 14 and 15 of its stat).
 cpu_seconds() {
   awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' \
@@ -55,15 +53,15 @@ one() {  # NAME BIN_DIR OPTS
   bench_table
   create=$("$fsbench" create "$mnt/bench" "$rows" 100 1)
   (cd "$mnt/bench" && find . -type f -exec cat {} + >/dev/null)
-  t1=$(seconds)
+  t1=$(bench_now)
   (cd "$mnt/bench" && find . -type f -exec cat {} + >/dev/null)
-  t2=$(seconds)
+  t2=$(bench_now)
   stat=$("$fsbench" stat "$mnt/bench/row000/f/file00" 1)
-  t3=$(seconds)
+  t3=$(bench_now)
   rm -r "$mnt/bench"/row*
   cpu=$(cpu_seconds "$pid")
-  awk -v n="$1" -v c="$(field seconds "$create")" -v a="$t1" -v b="$t2" \
-    -v s="$(field calls_per_s "$stat")" -v d="$t3" -v e="$(seconds)" \
+  awk -v n="$1" -v c="$(bench_field seconds "$create")" -v a="$t1" -v b="$t2" \
+    -v s="$(bench_field calls_per_s "$stat")" -v d="$t3" -v e="$(bench_now)" \
     -v u="$cpu" \
     'BEGIN { printf "%s %.3f %.3f %.0f %.3f %s\n", n, c, b - a, s, e - d, u }' |
     tee -a "$results"

@@ -33,19 +33,17 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 bench_two_builds "$base" "$new" "$work"
 
-seconds() { date +%s.%N; }
-
 one() {  # NAME BIN_DIR N
   local line t1 t2
   bin_dir=$2
   bench_fresh_mount "$runs_dir"
   bench_table
   line=$("$fsbench" create "$mnt/bench" 1 "$3")
-  t1=$(seconds)
+  t1=$(bench_now)
   rm -r "$mnt/bench/row000"
-  t2=$(seconds)
+  t2=$(bench_now)
   bench_end_mount
-  awk -v n="$1/$3" -v a="$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' <<<"$line")" \
+  awk -v n="$1/$3" -v a="$(bench_field seconds "$line")" \
     -v b="$t1" -v c="$t2" 'BEGIN { printf "%s %.3f %.3f\n", n, a, c - b }' |
     tee -a "$results"
 }

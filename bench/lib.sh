@@ -9,7 +9,8 @@
 #                                   (with ARGs, e.g. -o spin_us=0; log:
 #                                   WORK/mount.log), unmounted at exit;
 #                                   sets work, data and mnt
-#   bench_two_builds BASE NEW WORK  bench_require of both builds (BASE:
+#   bench_two_builds BASE NEW WORK  the usage message and exit 2 when one
+#                                   is empty; bench_require of both builds (BASE:
 #                                   tabletfs; NEW: tabletfs and
 #                                   tabletfs_fsbench); sets base, new,
 #                                   fsbench (NEW's), results (WORK/
@@ -19,6 +20,8 @@
 #   bench_end_mount                 unmounts $mnt, then removes $data
 #   bench_median FILE NAME [COL]    the median of column COL (default 2)
 #                                   over FILE's lines whose column 1 is NAME
+#   bench_field NAME LINE           the number after "NAME": in a JSON line
+#   bench_now                       now, in seconds (to the nanosecond)
 #
 # Each script keeps its own arguments and its own measurements.
 
@@ -50,6 +53,10 @@ bench_fresh_mount() {
 }
 
 bench_two_builds() {
+  if [[ -z "$1" || -z "$2" || -z "$3" ]]; then
+    echo "usage: $(basename "$0") --base BIN_DIR --new BIN_DIR --work DIR" >&2
+    exit 2
+  fi
   bench_require "$1" tabletfs
   base=$bin_dir
   bench_require "$2" tabletfs tabletfs_fsbench

@@ -30,10 +30,6 @@ while (($#)); do
     *) echo "loop_compare.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-if [[ -z "$base" || -z "$new" || -z "$work" ]]; then
-  echo "usage: loop_compare.sh --base BIN_DIR --new BIN_DIR --work DIR" >&2
-  exit 2
-fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 bench_two_builds "$base" "$new" "$work"

@@ -1,27 +1,31 @@
 #!/usr/bin/env bash
-# Two builds of the engine on Set A, alternating, in one run: the "no
-# worse" check of a refactoring (issue 17) or of any change to the engine.
+# Two builds of the engine on Set A (or Set B), alternating, in one run:
+# the "no worse" check of a refactoring (issue 17) or of any change to the
+# engine.
 #
 #   bench/dbbench_compare.sh --base BIN --new BIN --work DIR
-#                            [--num N] [--reps N] [--leveldb]
+#                            [--num N] [--value_size B] [--reps N]
+#                            [--leveldb]
 #
 # BIN: a `tabletfs_dbbench` (e.g. build/release/bin/tabletfs_dbbench of two
 # checkouts). Per repetition, alternating which build goes first: fillseq
 # on a fresh directory, then fillrandom, overwrite, readrandom, readmissing,
 # readseq and seekrandom (N/10 seeks) on one database (Set A of
-# bench/run.sh: 16-byte keys, 100-byte values, half compressible). Prints
+# bench/run.sh: 16-byte keys, 100-byte values, half compressible; Set B is
+# --num 200000 --value_size 1000). Prints
 # one line per workload: the median ops/s of each build and new/base.
 # --leveldb adds Debian's LevelDB (through the new build's harness) to each
 # repetition, and new/leveldb.
 set -euo pipefail
 
-base="" new="" work="" num=1000000 reps=3 leveldb=0
+base="" new="" work="" num=1000000 value_size=100 reps=3 leveldb=0
 while (($#)); do
   case "$1" in
     --base) base=$2; shift 2 ;;
     --new) new=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --num) num=$2; shift 2 ;;
+    --value_size) value_size=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --leveldb) leveldb=1; shift ;;
     *) echo "dbbench_compare.sh: unknown argument '$1'" >&2; exit 2 ;;
@@ -42,7 +46,7 @@ run() {  # NAME BIN WORKLOAD DB
   if [[ "$1" == leveldb ]]; then engine=leveldb; fi
   if [[ "$3" == seekrandom ]]; then extra=(--reads=$(((num + 9) / 10))); fi
   line=$("$2" --engine="$engine" --workload="$3" --db="$4" --num="$num" \
-           --value_size=100 --compressible_fraction=0.5 "${extra[@]}" \
+           --value_size="$value_size" --compressible_fraction=0.5 "${extra[@]}" \
            2>>"$work/err.log")
   echo "$1 $3 $(sed -n 's/.*"ops_per_s":\([0-9.]*\).*/\1/p' <<<"$line")" \
     >>"$results"

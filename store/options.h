@@ -50,13 +50,15 @@ struct Options {
   // free) none is kept, so deletes give their space back.
   uint64_t change_history_bytes = 64u << 20;
 
-  // Target uncompressed size of an SSTable data block.
-  size_t block_size = 16u << 10;
-  // A data block is cut early, at a quarter of block_size, once it holds
-  // this many entries (TableOptions::block_entries). 0: by size only.
-  size_t block_entries = 32;
-  // Memory bound of the uncompressed-block cache.
-  size_t block_cache_bytes = 64u << 20;
+  // Target uncompressed size of an SSTable data block, the unit a point
+  // read decodes, and of a group of blocks, the unit the block cache keeps
+  // and a scan steps by (TableOptions::block_size and group_size).
+  size_t block_size = 4u << 10;
+  size_t group_size = 16u << 10;
+  // Memory bound of the uncompressed-block cache. LevelDB's 8 MiB: a larger
+  // cache pays when the blocks read again fit in it, and costs every read
+  // when they do not (store/doc/table_format.md, "The block cache's size").
+  size_t block_cache_bytes = 8u << 20;
   // Bound on SSTables kept open, and separately on value files kept open
   // (each holds one file descriptor): at most 2x this many descriptors.
   int max_open_tables = 1000;

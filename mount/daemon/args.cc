@@ -63,6 +63,7 @@ bool ParseOption(const std::string& opt, DaemonArgs* out, std::string* error) {
     return true;
   }
   if (key == "memtable_bytes") return bytes(&out->memtable_bytes);
+  if (key == "block_cache_bytes") return bytes(&out->block_cache_bytes);
   if (key == "tablet_split_bytes") return bytes(&out->tablet_split_bytes);
   if (key == "max_value_bytes") return bytes(&out->max_value_bytes);
   if (key == "space_reserve_bytes") return bytes(&out->space_reserve_bytes);
@@ -197,6 +198,7 @@ bool CheckRemoteOptions(const DaemonArgs& a, std::string* error) {
   }
   const std::pair<const char*, bool> refused[] = {
       {"memtable_bytes", a.memtable_bytes.has_value()},
+      {"block_cache_bytes", a.block_cache_bytes.has_value()},
       {"tablet_split_bytes", a.tablet_split_bytes.has_value()},
       {"space_reserve_bytes", a.space_reserve_bytes.has_value()},
       {"change_history_bytes", a.change_history_bytes.has_value()},
@@ -257,6 +259,7 @@ bool ParseArgs(int argc, const char* const* argv, DaemonArgs* out,
   if (out->store == StoreKind::kMemory) {
     const std::pair<const char*, bool> engine_only[] = {
         {"memtable_bytes", out->memtable_bytes.has_value()},
+        {"block_cache_bytes", out->block_cache_bytes.has_value()},
         {"tablet_split_bytes", out->tablet_split_bytes.has_value()},
         {"space_reserve_bytes", out->space_reserve_bytes.has_value()},
         {"change_history_bytes", out->change_history_bytes.has_value()},
@@ -301,9 +304,12 @@ bool ParseArgs(int argc, const char* const* argv, DaemonArgs* out,
 std::string Usage(const std::string& program) {
   return "usage: " + program +
          " [options] DATADIR MOUNTPOINT\n"
-         "       " + program +
+         "       " +
+         program +
          " [options] bigtable://PROJECT/INSTANCE MOUNTPOINT\n"
-         "       " + program + " [options] --serve DATADIR\n"
+         "       " +
+         program +
+         " [options] --serve DATADIR\n"
          "\n"
          "Mounts the tabletfs store in DATADIR (created when missing) at\n"
          "MOUNTPOINT. Unmount with: fusermount3 -u MOUNTPOINT\n"
@@ -327,29 +333,41 @@ std::string Usage(const std::string& program) {
          "        attr_timeout=SECONDS   kernel cache of attributes (default "
          "1)\n"
          "        memtable_bytes=N       memtable budget (a flush at half)\n"
+         "        block_cache_bytes=N    decoded blocks kept in memory "
+         "(default\n"
+         "                               8 MiB; more pays when the data read\n"
+         "                               again fits)\n"
          "        tablet_split_bytes=N   tablet size before a split\n"
          "        max_value_bytes=N      largest value, default 64 MiB (EFBIG\n"
          "                               beyond)\n"
-         "        space_reserve_bytes=N  writes fail with ENOSPC below this free\n"
+         "        space_reserve_bytes=N  writes fail with ENOSPC below this "
+         "free\n"
          "                               space (default 1/32 of the disk, at\n"
          "                               most 64 MiB)\n"
-         "        change_history_bytes=N flushed log kept for .changes/TABLE@T\n"
+         "        change_history_bytes=N flushed log kept for "
+         ".changes/TABLE@T\n"
          "                               (default 64 MiB)\n"
-         "        commit=SECONDS         closed files survive a power cut after\n"
+         "        commit=SECONDS         closed files survive a power cut "
+         "after\n"
          "                               this long (default 5; 0: only fsync)\n"
          "        auto_families          mkdir of a family not in the schema\n"
          "                               creates it (default settings)\n"
          "        spin_us=N              the thread reading requests waits N\n"
          "                               microseconds for the next before it\n"
-         "                               sleeps (default 50; 0: sleeps at once)\n"
-         "        store=engine|memory    engine (default): the store in DATADIR;\n"
+         "                               sleeps (default 50; 0: sleeps at "
+         "once)\n"
+         "        store=engine|memory    engine (default): the store in "
+         "DATADIR;\n"
          "                               memory: a scratch store in memory,\n"
          "                               empty at mount, gone at unmount\n"
          "                               (DATADIR then holds only mount.pid;\n"
-         "                               no memtable_bytes, tablet_split_bytes,\n"
+         "                               no memtable_bytes, "
+         "block_cache_bytes,\n"
+         "                               tablet_split_bytes,\n"
          "                               space_reserve_bytes,\n"
          "                               change_history_bytes or commit)\n"
-         "        bigtable_api=HOST:PORT the Bigtable API on TCP too; an address\n"
+         "        bigtable_api=HOST:PORT the Bigtable API on TCP too; an "
+         "address\n"
          "                               other than loopback needs the next\n"
          "                               three (docs/API.md)\n"
          "        bigtable_api_tls_cert=FILE, bigtable_api_tls_key=FILE  PEM\n"

@@ -10,7 +10,8 @@
 //     -s             single-threaded
 //     -o opt[,opt]   FUSE options (allow_other, ...) and ours:
 //                    entry_timeout=SECONDS, attr_timeout=SECONDS,
-//                    memtable_bytes=N, tablet_split_bytes=N,
+//                    memtable_bytes=N, block_cache_bytes=N,
+//                    tablet_split_bytes=N,
 //                    max_value_bytes=N, space_reserve_bytes=N,
 //                    change_history_bytes=N,
 //                    commit=SECONDS, auto_families, spin_us=N,
@@ -79,6 +80,7 @@ struct DaemonArgs {
   // before it sleeps (fs/fuse_loop.h); 0: it sleeps at once.
   uint32_t spin_us = 50;
   std::optional<uint64_t> memtable_bytes;
+  std::optional<uint64_t> block_cache_bytes;
   std::optional<uint64_t> tablet_split_bytes;
   std::optional<uint64_t> max_value_bytes;
   std::optional<uint64_t> space_reserve_bytes;
@@ -99,7 +101,8 @@ struct DaemonArgs {
 
 // Parses argv (argv[0] is the program). Returns false with *error set to a
 // message for the user when the arguments are wrong; the engine's options
-// (memtable_bytes, tablet_split_bytes, space_reserve_bytes,
+// (memtable_bytes, block_cache_bytes, tablet_split_bytes,
+// space_reserve_bytes,
 // change_history_bytes, commit) are
 // wrong with store=memory, which has no memtable, tablets, disk or log, and
 // with a bigtable:// source, which takes no store= and serves no API

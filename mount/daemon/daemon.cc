@@ -92,6 +92,9 @@ Status OpenEngine(const DaemonArgs& args, const std::string& datadir,
     fs::Log(level, line);
   };
   if (args.memtable_bytes) options.memtable_bytes = *args.memtable_bytes;
+  if (args.block_cache_bytes) {
+    options.block_cache_bytes = *args.block_cache_bytes;
+  }
   if (args.tablet_split_bytes) {
     options.tablet_split_bytes = *args.tablet_split_bytes;
   }

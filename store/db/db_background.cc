@@ -789,7 +789,7 @@ void DBImpl::MaybeResumePausedWork() {
 TableOptions DBImpl::MakeTableOptions() {
   TableOptions to;
   to.block_size = options_.block_size;
-  to.block_entries = options_.block_entries;
+  to.group_size = options_.group_size;
   to.bloom_bits_per_key = options_.bloom_bits_per_key;
   to.block_cache = block_cache_.get();
   to.read_counters = &table_reads_;

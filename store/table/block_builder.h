@@ -38,11 +38,6 @@ class BlockBuilder {
   // Bytes of the block if Finish() were called now.
   size_t CurrentSizeEstimate() const;
   bool empty() const { return buffer_.empty(); }
-  // Entries added since the last Reset().
-  size_t entries() const {
-    return (restarts_.size() - 1) * static_cast<size_t>(restart_interval_) +
-           static_cast<size_t>(counter_);
-  }
   // The last key added (empty before the first Add()).
   std::string_view last_key() const { return last_key_; }
 

@@ -19,26 +19,57 @@ uint64_t HashKey(uint64_t cache_id, uint64_t offset) {
   return h;
 }
 
-// Where an insert keeps the blocks it removes until the shard's lock is
-// released: destroying a block frees its buffers, which need not wait for
-// the lock's other users. An insert evicts one or two blocks as a rule.
+// Where an insert keeps the groups it removes until the shard's lock is
+// released: destroying a group frees its blocks, which need not wait for
+// the lock's other users. An insert evicts one or two groups as a rule.
 class Dropped {
  public:
-  void Add(std::shared_ptr<const Block> block) {
+  void Add(std::shared_ptr<BlockGroup> group) {
     if (n_ < inline_.size()) {
-      inline_[n_++] = std::move(block);
+      inline_[n_++] = std::move(group);
     } else {
-      more_.push_back(std::move(block));
+      more_.push_back(std::move(group));
     }
   }
 
  private:
-  std::array<std::shared_ptr<const Block>, 4> inline_;
+  std::array<std::shared_ptr<BlockGroup>, 4> inline_;
   size_t n_ = 0;
-  std::vector<std::shared_ptr<const Block>> more_;
+  std::vector<std::shared_ptr<BlockGroup>> more_;
 };
 
 }  // namespace
+
+// --- BlockGroup -------------------------------------------------------------
+
+std::shared_ptr<const Block> BlockGroup::Find(uint64_t offset) const {
+  MutexLock l(&mu_);
+  for (size_t i = 0; i < count_; ++i) {
+    if (blocks_[i].offset == offset) return blocks_[i].block;
+  }
+  return nullptr;
+}
+
+bool BlockGroup::Add(uint64_t offset, std::shared_ptr<const Block>* block) {
+  MutexLock l(&mu_);
+  for (size_t i = 0; i < count_; ++i) {
+    if (blocks_[i].offset == offset) {
+      *block = blocks_[i].block;
+      return false;
+    }
+  }
+  if (count_ == blocks_.size()) return false;
+  bytes_ += (*block)->size();
+  blocks_[count_++] = Entry{offset, *block};
+  return true;
+}
+
+size_t BlockGroup::size() const {
+  MutexLock l(&mu_);
+  return bytes_;
+}
+
+// --- BlockCache -------------------------------------------------------------
 
 BlockCache::BlockCache(size_t capacity_bytes) : capacity_(capacity_bytes) {
   for (auto& shard : shards_) {
@@ -46,22 +77,22 @@ BlockCache::BlockCache(size_t capacity_bytes) : capacity_(capacity_bytes) {
   }
 }
 
-std::shared_ptr<const Block> BlockCache::Lookup(uint64_t cache_id,
-                                                uint64_t offset, bool count) {
+std::shared_ptr<BlockGroup> BlockCache::Lookup(uint64_t cache_id,
+                                               uint64_t offset) {
   const uint64_t hash = HashKey(cache_id, offset);
-  std::shared_ptr<const Block> block =
-      ShardOf(hash).Lookup(cache_id, offset, hash);
-  if (count) {
-    (block != nullptr ? hits_ : misses_)
-        .fetch_add(1, std::memory_order_relaxed);
-  }
-  return block;
+  return ShardOf(hash).Lookup(cache_id, offset, hash);
 }
 
 void BlockCache::Insert(uint64_t cache_id, uint64_t offset,
-                        std::shared_ptr<const Block> block) {
+                        std::shared_ptr<BlockGroup> group) {
   const uint64_t hash = HashKey(cache_id, offset);
-  ShardOf(hash).Insert(cache_id, offset, hash, std::move(block));
+  ShardOf(hash).Insert(cache_id, offset, hash, std::move(group));
+}
+
+void BlockCache::AddCharge(uint64_t cache_id, uint64_t offset,
+                           const BlockGroup* group, size_t bytes) {
+  const uint64_t hash = HashKey(cache_id, offset);
+  ShardOf(hash).AddCharge(cache_id, offset, hash, group, bytes);
 }
 
 size_t BlockCache::usage() const {
@@ -84,21 +115,21 @@ size_t BlockCache::Shard::Find(uint64_t cache_id, uint64_t offset,
   const size_t mask = slots_.size() - 1;
   for (size_t i = hash & mask;; i = (i + 1) & mask) {
     const Slot& s = slots_[i];
-    if (s.block == nullptr || (s.cache_id == cache_id && s.offset == offset)) {
+    if (s.group == nullptr || (s.cache_id == cache_id && s.offset == offset)) {
       return i;
     }
   }
 }
 
-std::shared_ptr<const Block> BlockCache::Shard::Lookup(uint64_t cache_id,
-                                                       uint64_t offset,
-                                                       uint64_t hash) {
+std::shared_ptr<BlockGroup> BlockCache::Shard::Lookup(uint64_t cache_id,
+                                                      uint64_t offset,
+                                                      uint64_t hash) {
   MutexLock l(&mu_);
   if (slots_.empty()) return nullptr;
   Slot& s = slots_[Find(cache_id, offset, hash)];
-  if (s.block == nullptr) return nullptr;
+  if (s.group == nullptr) return nullptr;
   if (!s.referenced) s.referenced = true;
-  return s.block;
+  return s.group;
 }
 
 void BlockCache::Shard::Grow() {
@@ -106,24 +137,24 @@ void BlockCache::Shard::Grow() {
   slots_ = std::vector<Slot>(old.empty() ? 16 : 2 * old.size());
   const size_t mask = slots_.size() - 1;
   for (Slot& s : old) {
-    if (s.block == nullptr) continue;
+    if (s.group == nullptr) continue;
     size_t i = s.hash & mask;
-    while (slots_[i].block != nullptr) i = (i + 1) & mask;
+    while (slots_[i].group != nullptr) i = (i + 1) & mask;
     slots_[i] = std::move(s);
   }
   hand_ = 0;
 }
 
-void BlockCache::Shard::RemoveAt(size_t i, std::shared_ptr<const Block>* out) {
+void BlockCache::Shard::RemoveAt(size_t i, std::shared_ptr<BlockGroup>* out) {
   const size_t mask = slots_.size() - 1;
   usage_ -= slots_[i].charge;
   --count_;
-  *out = std::move(slots_[i].block);
+  *out = std::move(slots_[i].group);
   // Backward-shift deletion: an entry later in the probe run moves into the
   // hole unless its home slot lies cyclically in (hole, j], where a probe
   // from its home would stop at the hole before reaching it.
   size_t hole = i;
-  for (size_t j = (i + 1) & mask; slots_[j].block != nullptr;
+  for (size_t j = (i + 1) & mask; slots_[j].group != nullptr;
        j = (j + 1) & mask) {
     const size_t home = slots_[j].hash & mask;
     const bool stays =
@@ -138,44 +169,70 @@ void BlockCache::Shard::RemoveAt(size_t i, std::shared_ptr<const Block>* out) {
 
 void BlockCache::Shard::Insert(uint64_t cache_id, uint64_t offset,
                                uint64_t hash,
-                               std::shared_ptr<const Block> block) {
-  const size_t charge = block->size();
+                               std::shared_ptr<BlockGroup> group) {
+  const size_t charge = group->size();
   Dropped dropped;  // declared before the lock: destroyed after its release
   MutexLock l(&mu_);
   if (!slots_.empty()) {
     size_t i = Find(cache_id, offset, hash);
-    if (slots_[i].block != nullptr) {
-      std::shared_ptr<const Block> old;
+    if (slots_[i].group != nullptr) {
+      std::shared_ptr<BlockGroup> old;
       RemoveAt(i, &old);
       dropped.Add(std::move(old));
     }
   }
   if (charge > capacity_) {
-    dropped.Add(std::move(block));
+    dropped.Add(std::move(group));
     return;
   }
   if (2 * (count_ + 1) > slots_.size()) Grow();
-  // A new entry starts unreferenced: a block read once (a scan's) goes
+  // A new entry starts unreferenced: a group read once (a scan's) goes
   // before one read again, and a sweep always meets an entry it may evict
-  // before it comes round to a block hit since the last sweep.
-  slots_[Find(cache_id, offset, hash)] =
-      Slot{cache_id, offset, std::move(block), charge,
-           static_cast<uint32_t>(hash), /*referenced=*/false};
+  // before it comes round to a group hit since the last sweep.
+  slots_[Find(cache_id, offset, hash)] = Slot{cache_id,
+                                              offset,
+                                              std::move(group),
+                                              charge,
+                                              static_cast<uint32_t>(hash),
+                                              /*referenced=*/false};
   ++count_;
   usage_ += charge;
+  EvictToCapacity(&dropped);
+}
+
+void BlockCache::Shard::AddCharge(uint64_t cache_id, uint64_t offset,
+                                  uint64_t hash, const BlockGroup* group,
+                                  size_t bytes) {
+  Dropped dropped;
+  MutexLock l(&mu_);
+  if (slots_.empty()) return;
+  const size_t i = Find(cache_id, offset, hash);
+  if (slots_[i].group.get() != group) return;
+  slots_[i].charge += bytes;
+  usage_ += bytes;
+  if (slots_[i].charge > capacity_) {
+    std::shared_ptr<BlockGroup> whole;
+    RemoveAt(i, &whole);
+    dropped.Add(std::move(whole));
+  }
+  EvictToCapacity(&dropped);
+}
+
+template <typename Out>
+void BlockCache::Shard::EvictToCapacity(Out* out) {
   const size_t mask = slots_.size() - 1;
   while (usage_ > capacity_) {
     Slot& s = slots_[hand_];
-    if (s.block == nullptr) {
+    if (s.group == nullptr) {
       hand_ = (hand_ + 1) & mask;
     } else if (s.referenced) {
       s.referenced = false;
       hand_ = (hand_ + 1) & mask;
     } else {
       // A later entry may move into hand_: it is looked at next.
-      std::shared_ptr<const Block> victim;
+      std::shared_ptr<BlockGroup> victim;
       RemoveAt(hand_, &victim);
-      dropped.Add(std::move(victim));
+      out->Add(std::move(victim));
     }
   }
 }

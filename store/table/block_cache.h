@@ -1,13 +1,18 @@
 // BlockCache: the memory-bounded cache of decoded (uncompressed) SSTable
-// blocks, keyed by (cache_id, block offset), shared by every open table of a
-// database.
+// data blocks, keyed by (cache_id, group offset), shared by every open table
+// of a database. An entry is a BlockGroup: the blocks of one group
+// (TableOptions::group_size, consecutive blocks of ~16 KiB in all) that
+// readers have decoded so far. A point read decodes the one block it needs
+// and a scan every block in turn, but both pay one lookup per group, and a
+// scan one insertion per group (store/doc/table_format.md, "Blocks and
+// groups").
 //
-// Capacity is in bytes; an entry's charge is its decoded size. The cache is
-// 16 shards of capacity/16 bytes each, so a block larger than capacity/16 is
-// never cached. Entries are std::shared_ptr<const Block>: an iterator
-// positioned in a block holds a reference, so eviction never invalidates a
-// block in use (such a block costs memory beyond the capacity until the
-// iterator moves on).
+// Capacity is in bytes; an entry's charge is the decoded size of the blocks
+// it holds, raised (AddCharge) as blocks join it. The cache is 16 shards of
+// capacity/16 bytes each, so a group larger than capacity/16 is not kept.
+// Entries are std::shared_ptr: an iterator positioned in a block holds a
+// reference, so eviction never invalidates a block in use (such a block
+// costs memory beyond the capacity until the iterator moves on).
 //
 // Each shard is one open-addressing table (linear probing, entries inline)
 // and evicts by CLOCK, LevelDB's LRU's cheaper cousin: a hit sets the
@@ -15,14 +20,14 @@
 // an LRU list moves the entry and touches both neighbours; eviction sweeps
 // the table, clearing set bits and evicting the first entry whose bit is
 // clear, so an entry hit since the hand last passed survives one more
-// sweep. A lookup costs one cache line of the table and the block's own
+// sweep. A lookup costs one cache line of the table and the group's own
 // (see docs/BENCHMARKS.md, "the block cache"); the node-based LRU cost four
 // dependent cache misses, a sixth of a point read.
 //
 // cache_id: a number unique to one table file for the cache's lifetime (the
 // engine uses the file number; NewId() hands out fresh ones).
 //
-// Thread safety: every method may be called concurrently.
+// Thread safety: every method of both classes may be called concurrently.
 #ifndef TABLETFS_STORE_TABLE_BLOCK_CACHE_H_
 #define TABLETFS_STORE_TABLE_BLOCK_CACHE_H_
 
@@ -34,10 +39,39 @@
 #include <vector>
 
 #include "store/table/block.h"
+#include "store/table/format.h"
 #include "store/util/mutex.h"
 #include "store/util/thread_annotations.h"
 
 namespace tabletfs {
+
+// The decoded blocks of one group, each keyed by its file offset. Blocks
+// join as readers decode them; none leaves before the group is destroyed.
+class BlockGroup {
+ public:
+  BlockGroup() = default;
+  BlockGroup(const BlockGroup &) = delete;
+  BlockGroup &operator=(const BlockGroup &) = delete;
+
+  // The block at `offset`, or nullptr.
+  std::shared_ptr<const Block> Find(uint64_t offset) const EXCLUDES(mu_);
+  // Adds *block at `offset` and returns true, unless the group already
+  // holds a block there (another reader decoded it first: *block becomes
+  // that one) or kMaxBlocksPerGroup blocks (*block is left as is).
+  bool Add(uint64_t offset, std::shared_ptr<const Block> *block) EXCLUDES(mu_);
+  // Decoded bytes held.
+  size_t size() const EXCLUDES(mu_);
+
+ private:
+  struct Entry {
+    uint64_t offset = 0;
+    std::shared_ptr<const Block> block;
+  };
+  mutable Mutex mu_;
+  std::array<Entry, kMaxBlocksPerGroup> blocks_ GUARDED_BY(mu_);
+  size_t count_ GUARDED_BY(mu_) = 0;
+  size_t bytes_ GUARDED_BY(mu_) = 0;
+};
 
 class BlockCache {
  public:
@@ -47,15 +81,23 @@ class BlockCache {
   BlockCache(const BlockCache &) = delete;
   BlockCache &operator=(const BlockCache &) = delete;
 
-  // The cached block, or nullptr. Counts a hit or a miss when `count`
-  // (a compaction's lookups are not counted: hits() and misses() describe
-  // reads).
-  std::shared_ptr<const Block> Lookup(uint64_t cache_id, uint64_t offset,
-                                      bool count = true);
-  // Inserts or replaces the block at (cache_id, offset) and evicts as
-  // needed. A block larger than a shard's capacity is not kept.
+  // The cached group, or nullptr. Counts nothing: a reader counts whether
+  // the block it wanted was there (Count).
+  std::shared_ptr<BlockGroup> Lookup(uint64_t cache_id, uint64_t offset);
+  // Inserts or replaces the group at (cache_id, offset), charged its
+  // size() now, and evicts as needed. A group larger than a shard's
+  // capacity is not kept.
   void Insert(uint64_t cache_id, uint64_t offset,
-              std::shared_ptr<const Block> block);
+              std::shared_ptr<BlockGroup> group);
+  // Raises the charge of the entry at (cache_id, offset) by `bytes` (a
+  // block joined it) and evicts as needed; nothing if that entry is not
+  // `group` (it was evicted or replaced: its memory is its holders' now).
+  void AddCharge(uint64_t cache_id, uint64_t offset, const BlockGroup *group,
+                 size_t bytes);
+  // Counts a read's hit (the block was cached) or miss.
+  void Count(bool hit) {
+    (hit ? hits_ : misses_).fetch_add(1, std::memory_order_relaxed);
+  }
 
   // A cache_id no other caller got from this cache. Starts above 2^48 so it
   // never meets a file number.
@@ -64,7 +106,7 @@ class BlockCache {
   size_t capacity() const { return capacity_; }
   // Bytes held now (at most capacity() + 16 shards' rounding).
   size_t usage() const;
-  // Blocks held now.
+  // Groups held now.
   size_t size() const;
   uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
@@ -73,10 +115,12 @@ class BlockCache {
   class Shard {
    public:
     explicit Shard(size_t capacity) : capacity_(capacity) {}
-    std::shared_ptr<const Block> Lookup(uint64_t cache_id, uint64_t offset,
-                                        uint64_t hash) EXCLUDES(mu_);
+    std::shared_ptr<BlockGroup> Lookup(uint64_t cache_id, uint64_t offset,
+                                       uint64_t hash) EXCLUDES(mu_);
     void Insert(uint64_t cache_id, uint64_t offset, uint64_t hash,
-                std::shared_ptr<const Block> block) EXCLUDES(mu_);
+                std::shared_ptr<BlockGroup> group) EXCLUDES(mu_);
+    void AddCharge(uint64_t cache_id, uint64_t offset, uint64_t hash,
+                   const BlockGroup *group, size_t bytes) EXCLUDES(mu_);
     size_t usage() const EXCLUDES(mu_);
     size_t size() const EXCLUDES(mu_);
 
@@ -84,8 +128,8 @@ class BlockCache {
     struct Slot {
       uint64_t cache_id = 0;
       uint64_t offset = 0;
-      std::shared_ptr<const Block> block;  // null: the slot is free
-      size_t charge = 0;                   // block->size()
+      std::shared_ptr<BlockGroup> group;  // null: the slot is free
+      size_t charge = 0;  // group->size() at insertion, plus AddCharge
       uint32_t hash = 0;                   // the key's hash, low bits
       bool referenced = false;             // hit since the hand passed
     };
@@ -95,9 +139,13 @@ class BlockCache {
     // Doubles the table (at half full), rehashing every entry.
     void Grow() REQUIRES(mu_);
     // Frees slot i, moving later entries of its probe run back so that
-    // every entry stays reachable from its home slot. The block goes to
+    // every entry stays reachable from its home slot. The group goes to
     // *out (destroyed by the caller after the lock is released).
-    void RemoveAt(size_t i, std::shared_ptr<const Block> *out) REQUIRES(mu_);
+    void RemoveAt(size_t i, std::shared_ptr<BlockGroup> *out) REQUIRES(mu_);
+    // Evicts by CLOCK until usage_ is within capacity_; the groups removed
+    // go to *out (a Dropped, see block_cache.cc).
+    template <typename Out>
+    void EvictToCapacity(Out *out) REQUIRES(mu_);
 
     const size_t capacity_;
     mutable Mutex mu_;

@@ -34,6 +34,21 @@ bool BlockHandle::DecodeFrom(std::string_view* input) {
   return GetVarint64(input, &offset) && GetVarint64(input, &size);
 }
 
+void IndexEntry::EncodeTo(std::string* dst) const {
+  handle.EncodeTo(dst);
+  if (group != handle.offset) PutVarint64(dst, handle.offset - group);
+}
+
+bool IndexEntry::DecodeFrom(std::string_view input) {
+  if (!handle.DecodeFrom(&input)) return false;
+  uint64_t back = 0;
+  if (!input.empty() && (!GetVarint64(&input, &back) || back > handle.offset)) {
+    return false;
+  }
+  group = handle.offset - back;
+  return input.empty();
+}
+
 void Footer::EncodeTo(std::string* dst) const {
   size_t start = dst->size();
   PutFixed64(dst, index.offset);

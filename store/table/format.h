@@ -1,7 +1,7 @@
 // The on-disk framing of an SSTable (see store/doc/table_format.md): block
-// handles, the per-block trailer (compression type + checksum: XXH64 in
-// format 1, XXH3 in format 2), the fixed-size footer, and ReadBlock(),
-// which verifies and decompresses one block.
+// handles, index entries, the per-block trailer (compression type +
+// checksum: XXH64 in format 1, XXH3 from format 2), the fixed-size footer,
+// and ReadBlock(), which verifies and decompresses one block.
 //
 // Thread safety: plain values and pure functions; ReadBlock() may be called
 // concurrently on one RandomAccessFile.
@@ -36,8 +36,29 @@ struct BlockHandle {
   bool DecodeFrom(std::string_view *input);
 };
 
+// An index entry's value: the data block's handle and the offset of its
+// group, the run of consecutive blocks the block cache keeps and a scan
+// steps by as one unit (TableOptions::group_size). Encoded as the handle,
+// then the varint64 distance back from the block to its group's first
+// block, left out when 0: a group's first block (and every block of a
+// table written before groups) has the plain handle as its value, and a
+// reader that knows no groups reads the handle and ignores the rest.
+struct IndexEntry {
+  BlockHandle handle;
+  uint64_t group = 0;  // file offset of the group's first block
+
+  void EncodeTo(std::string *dst) const;
+  // Parses the whole of `input`; false if it is not a handle optionally
+  // followed by a distance back no larger than the block's offset.
+  bool DecodeFrom(std::string_view input);
+};
+
+// The most data blocks in one group: a writer cuts a group at this many
+// blocks whatever their size, and a reader keeps no more per group.
+inline constexpr size_t kMaxBlocksPerGroup = 16;
+
 // 1 byte BlockType + 8 bytes fixed64 checksum (seed 0) of contents + type
-// byte: XXH64 in format 1, XXH3_64bits in format 2.
+// byte: XXH64 in format 1, XXH3_64bits in formats 2 and 3.
 inline constexpr size_t kBlockTrailerSize = 9;
 
 // The last bytes of every SSTable.
@@ -53,11 +74,12 @@ struct Footer {
   static constexpr size_t kEncodedLength = 52;
   // Format versions, persisted in the footer (never reuse a number):
   //   1: XXH64 block checksums, a whole-table Bloom filter;
-  //   2: XXH3 block checksums, a cache-line-blocked Bloom filter.
+  //   2: XXH3 block checksums, a cache-line-blocked Bloom filter;
+  //   3: as 2, and index values name each block's group (IndexEntry).
   // Readers open both; writers write kCurrentVersion unless a test asks
   // for an older one (TableOptions::format_version).
   static constexpr uint32_t kOldestVersion = 1;
-  static constexpr uint32_t kCurrentVersion = 2;
+  static constexpr uint32_t kCurrentVersion = 3;
   static constexpr std::string_view kMagic = "tabletfs";
 
   void EncodeTo(std::string *dst) const;
@@ -70,7 +92,7 @@ struct Footer {
 };
 
 // The checksum of a block trailer in `format_version` (XXH64 for 1, XXH3
-// for 2) of `data`, the stored contents and the type byte.
+// from 2) of `data`, the stored contents and the type byte.
 // REQUIRES: a version Footer::DecodeFrom accepts.
 uint64_t BlockChecksum(uint32_t format_version, std::string_view data);
 

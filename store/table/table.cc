@@ -96,15 +96,29 @@ Table::Table(const TableOptions& options,
 Table::~Table() = default;
 
 Result<std::shared_ptr<const Block>> Table::ReadDataBlock(
-    const BlockHandle& handle, CacheUse use) const {
+    const IndexEntry& entry, CacheUse use, GroupRef* ref) const {
   BlockCache* cache = options_.block_cache;
-  if (cache != nullptr) {
-    // A one-pass read (compaction) uses a cached block but is not counted
-    // as a read's hit or miss.
-    std::shared_ptr<const Block> block = cache->Lookup(
-        cache_id_, handle.offset, /*count=*/use != CacheUse::kOnePass);
-    if (block != nullptr) return block;
+  if (!ref->valid || ref->offset != entry.group) {
+    ref->group =
+        cache != nullptr ? cache->Lookup(cache_id_, entry.group) : nullptr;
+    ref->in_cache = ref->group != nullptr;
+    // A scan or a compaction keeps no group of its own: it reads each
+    // block once, in order.
+    if (ref->group == nullptr && use == CacheUse::kFill) {
+      ref->group = std::make_shared<BlockGroup>();
+    }
+    ref->offset = entry.group;
+    ref->valid = true;
   }
+  // A one-pass read (compaction) uses a cached block but is not counted
+  // as a read's hit or miss.
+  const bool count = cache != nullptr && use != CacheUse::kOnePass;
+  std::shared_ptr<const Block> block =
+      ref->group != nullptr ? ref->group->Find(entry.handle.offset) : nullptr;
+  if (count) cache->Count(block != nullptr);
+  if (block != nullptr) return block;
+
+  const BlockHandle& handle = entry.handle;
   TABLETFS_RETURN_IF_ERROR(CheckHandle(
       handle, file_size_ - Footer::kEncodedLength, *file_name_, "index entry"));
   if (TableReadCounters* counters = options_.read_counters) {
@@ -112,17 +126,19 @@ Result<std::shared_ptr<const Block>> Table::ReadDataBlock(
     counters->block_read_bytes.fetch_add(handle.size + kBlockTrailerSize,
                                          std::memory_order_relaxed);
   }
-  TABLETFS_ASSIGN_OR_RETURN(
-      std::shared_ptr<const Block> block,
-      ReadAndParseBlock(*file_, file_name_, handle, footer_.format_version));
-  switch (use) {
-    case CacheUse::kFill:
-      if (cache != nullptr) cache->Insert(cache_id_, handle.offset, block);
-      break;
-    case CacheUse::kScan:
-      break;
-    case CacheUse::kOnePass:
-      break;  // the iterator drops the pages read (DropPagesBefore)
+  TABLETFS_ASSIGN_OR_RETURN(block, ReadAndParseBlock(*file_, file_name_, handle,
+                                                     footer_.format_version));
+  // A scan or a compaction adds nothing to a cached group.
+  if (use == CacheUse::kFill && ref->group != nullptr) {
+    const size_t bytes = block->size();
+    if (ref->group->Add(handle.offset, &block) && cache != nullptr) {
+      if (ref->in_cache) {
+        cache->AddCharge(cache_id_, ref->offset, ref->group.get(), bytes);
+      } else {
+        cache->Insert(cache_id_, ref->offset, ref->group);
+        ref->in_cache = true;
+      }
+    }
   }
   return block;
 }
@@ -151,9 +167,8 @@ uint64_t Table::ApproximateOffsetOf(std::string_view key) const {
   std::unique_ptr<Iterator> it = Block::NewIterator(index_);
   it->Seek(key);
   if (it->Valid()) {
-    BlockHandle handle;
-    std::string_view value = it->value();
-    if (handle.DecodeFrom(&value)) return handle.offset;
+    IndexEntry entry;
+    if (entry.DecodeFrom(it->value())) return entry.handle.offset;
   }
   return file_size_;
 }
@@ -176,11 +191,11 @@ Status Table::VerifyChecksums() const {
   }
   std::unique_ptr<Iterator> index_iter = Block::NewIterator(index);
   for (index_iter->SeekToFirst(); index_iter->Valid(); index_iter->Next()) {
-    BlockHandle handle;
-    std::string_view value = index_iter->value();
-    if (!handle.DecodeFrom(&value)) {
+    IndexEntry entry;
+    if (!entry.DecodeFrom(index_iter->value())) {
       return Status::Corruption(index->context(), "bad block handle");
     }
+    const BlockHandle& handle = entry.handle;
     TABLETFS_RETURN_IF_ERROR(CheckHandle(handle,
                                          file_size_ - Footer::kEncodedLength,
                                          *file_name_, "index entry"));
@@ -226,9 +241,9 @@ class Table::TwoLevelIterator final : public Iterator {
 
   void SeekToFirst() override {
     if (!status_.ok()) return;
-    blocks_stepped_ = 0;
+    groups_stepped_ = 0;
     index_iter_->SeekToFirst();
-    InitDataBlock();
+    InitDataBlock(Move::kFirst);
     if (data_iter_ != nullptr) data_iter_->SeekToFirst();
     SkipEmptyDataBlocksForward();
   }
@@ -236,7 +251,7 @@ class Table::TwoLevelIterator final : public Iterator {
   void Seek(std::string_view target) override {
     if (!status_.ok()) return;
     index_iter_->Seek(target);
-    InitDataBlock(/*seek=*/true);
+    InitDataBlock(Move::kSeek);
     if (data_iter_ != nullptr) data_iter_->Seek(target);
     SkipEmptyDataBlocksForward();
   }
@@ -248,36 +263,41 @@ class Table::TwoLevelIterator final : public Iterator {
   }
 
  private:
+  enum class Move { kFirst, kSeek, kNext };
+
   // Points data_iter_ at the block the index iterator names (nullptr when
-  // the index iterator is exhausted or on error). `seek`: Seek() moved the
-  // index iterator. CellCursor seeks past versions and columns as it
-  // scans, so a seek that stays in this block or lands in the next one
-  // counts as the scan's step; any other starts the count over.
-  void InitDataBlock(bool seek = false) {
+  // the index iterator is exhausted or on error), after `move` moved the
+  // index iterator. Moving into another group is a scan's step.
+  // CellCursor seeks past versions and columns as it scans, so a seek that
+  // stays in this group or lands in the next one counts as the scan's step
+  // too; any other starts the count over.
+  void InitDataBlock(Move move) {
     if (!index_iter_->Valid()) {
       data_iter_.reset();
       return;
     }
-    BlockHandle handle;
-    std::string_view value = index_iter_->value();
-    if (!handle.DecodeFrom(&value)) {
+    IndexEntry entry;
+    if (!entry.DecodeFrom(index_iter_->value())) {
       Fail(Status::Corruption(table_->index_->context(), "bad block handle"));
       return;
     }
+    const BlockHandle& handle = entry.handle;
     const bool here = data_iter_ != nullptr && handle.offset == data_offset_;
-    if (seek) {
+    const bool same_group = group_.valid && entry.group == group_.offset;
+    if (move == Move::kNext && !same_group) Step();
+    if (move == Move::kSeek && !same_group) {
       if (data_iter_ != nullptr && handle.offset == data_end_) {
         Step();
-      } else if (!here) {
-        blocks_stepped_ = 0;
+      } else {
+        groups_stepped_ = 0;
       }
     }
     if (here) return;
     CacheUse use = !fill_cache_                          ? CacheUse::kOnePass
-                   : blocks_stepped_ < kScanBlocksCached ? CacheUse::kFill
+                   : groups_stepped_ < kScanGroupsCached ? CacheUse::kFill
                                                          : CacheUse::kScan;
     Result<std::shared_ptr<const Block>> block =
-        table_->ReadDataBlock(handle, use);
+        table_->ReadDataBlock(entry, use, &group_);
     if (!block.ok()) {
       Fail(block.status());
       return;
@@ -309,14 +329,13 @@ class Table::TwoLevelIterator final : public Iterator {
         return;
       }
       index_iter_->Next();
-      Step();
-      InitDataBlock();
+      InitDataBlock(Move::kNext);
       if (data_iter_ != nullptr) data_iter_->SeekToFirst();
     }
   }
 
   void Step() {
-    if (blocks_stepped_ < kScanBlocksCached) ++blocks_stepped_;
+    if (groups_stepped_ < kScanGroupsCached) ++groups_stepped_;
   }
 
   void DropPagesBefore(uint64_t end) {
@@ -337,9 +356,10 @@ class Table::TwoLevelIterator final : public Iterator {
   std::unique_ptr<Iterator> data_iter_;  // Holds its block.
   uint64_t data_offset_ = 0;             // Of data_iter_'s block,
   uint64_t data_end_ = 0;                // and where the next one starts.
-  // Steps into the next block since a seek elsewhere (at most
-  // kScanBlocksCached).
-  int blocks_stepped_ = 0;
+  Table::GroupRef group_;                // The group read last.
+  // Steps into the next group since a seek elsewhere (at most
+  // kScanGroupsCached).
+  int groups_stepped_ = 0;
   // One pass (!fill_cache_): the end of the last block read, and how far
   // the file's pages have been dropped.
   static constexpr uint64_t kDropBytes = 1 << 20;

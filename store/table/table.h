@@ -32,6 +32,8 @@
 
 namespace tabletfs {
 
+class BlockGroup;
+
 class Table : public std::enable_shared_from_this<Table> {
  public:
   // Opens the table held in `file` (file_size bytes). `cache_id` keys this
@@ -51,17 +53,17 @@ class Table : public std::enable_shared_from_this<Table> {
   // order. It holds a reference to this Table. fill_cache=false: blocks read
   // from the file are not added to the block cache, nor counted as a read's
   // hits and misses, and their pages are dropped (one pass: compactions).
-  // With fill_cache, a scan stops adding blocks once it has stepped from
-  // block to block kScanBlocksCached times since it last sought elsewhere
-  // (a seek within its block or into the next one is a step): a long
-  // scan then decodes into memory it frees again at once instead of
+  // With fill_cache, a scan stops adding to the cache once it has stepped
+  // from group to group kScanGroupsCached times since it last sought
+  // elsewhere (a seek within its group or into the next one is a step): a
+  // long scan then decodes into memory it frees again at once instead of
   // evicting what point reads and short scans keep in the cache (as a
   // sequential scan of a large table uses a small ring of buffers in
   // PostgreSQL). A block that fails to read or verify makes
   // the iterator !Valid() with that status; it never skips a bad block, and
   // the error is sticky (later Seeks leave it !Valid()).
   std::unique_ptr<Iterator> NewIterator(bool fill_cache = true) const;
-  static constexpr int kScanBlocksCached = 8;
+  static constexpr int kScanGroupsCached = 8;
 
   // False only when no key added to the table had `filter_key` among its
   // filter keys (TableOptions::filter_keys). True when the table has no
@@ -119,9 +121,22 @@ class Table : public std::enable_shared_from_this<Table> {
     kScan,     // look up, count, add nothing
     kOnePass,  // look up, add nothing, drop the file's pages read
   };
-  // The data block at `handle`, from the cache or the file.
-  Result<std::shared_ptr<const Block>> ReadDataBlock(const BlockHandle &handle,
-                                                     CacheUse use) const;
+  // The group a reader is in (valid: it has read one; offset: the
+  // group's): the cache's entry (in_cache), one of its own (a point read's
+  // with no cache, or before it is inserted), or none (a scan's outside
+  // the cache).
+  struct GroupRef {
+    std::shared_ptr<BlockGroup> group;
+    uint64_t offset = 0;
+    bool valid = false;
+    bool in_cache = false;
+  };
+  // The data block `entry` names: from *ref's group when it is entry's
+  // group, else from the cache's or a new one (*ref then holds it), and
+  // from the file when the group lacks it.
+  Result<std::shared_ptr<const Block>> ReadDataBlock(const IndexEntry &entry,
+                                                     CacheUse use,
+                                                     GroupRef *ref) const;
 
   const TableOptions options_;
   const std::unique_ptr<RandomAccessFile> file_;

@@ -50,11 +50,7 @@ void TableBuilder::Add(std::string_view key, std::string_view value) {
   data_block_.Add(key, value);
   largest_key_.assign(key);
   ++num_entries_;
-  const size_t size = data_block_.CurrentSizeEstimate();
-  if (size >= options_.block_size ||
-      (options_.block_entries > 0 &&
-       data_block_.entries() >= options_.block_entries &&
-       size >= options_.block_size / 4)) {
+  if (data_block_.CurrentSizeEstimate() >= options_.block_size) {
     FlushDataBlock();
   }
 }
@@ -64,14 +60,26 @@ void TableBuilder::FlushDataBlock() {
   Compression compression = options_.compression
                                 ? options_.compression(first_key_of_block_)
                                 : Compression::kNone;
-  BlockHandle handle;
-  WriteBlock(data_block_.Finish(), compression, &handle);
+  const std::string_view contents = data_block_.Finish();
+  IndexEntry entry;
+  WriteBlock(contents, compression, &entry.handle);
   if (!status_.ok()) return;
+  if (group_blocks_ == 0) group_offset_ = entry.handle.offset;
+  // Before version 3 an index value is the bare handle: every block is a
+  // group of its own.
+  entry.group =
+      options_.format_version >= 3 ? group_offset_ : entry.handle.offset;
+  group_bytes_ += contents.size();
+  if (++group_blocks_ == kMaxBlocksPerGroup ||
+      group_bytes_ >= options_.group_size) {
+    group_blocks_ = 0;
+    group_bytes_ = 0;
+  }
   // The index maps a key between each block's last key and the next
   // block's first to the block: the first block whose index key is >= a
   // target is the only one that can hold the target. The entry waits for
   // the next block's first key (Add) or the table's end (Finish).
-  pending_index_ = handle;
+  pending_index_ = entry;
   data_block_.Reset();
 }
 

@@ -67,9 +67,14 @@ class TableBuilder {
   BlockBuilder data_block_;
   BlockBuilder index_block_;
   BloomFilterBuilder filter_;
-  // The handle of the block written last, whose index entry waits for the
-  // next block's first key (TableOptions::index_separator), or none.
-  std::optional<BlockHandle> pending_index_;
+  // The block written last, whose index entry waits for the next block's
+  // first key (TableOptions::index_separator), or none.
+  std::optional<IndexEntry> pending_index_;
+  // The group being written: its first block's offset, and its blocks and
+  // their uncompressed bytes so far (0 blocks: the next block starts one).
+  uint64_t group_offset_ = 0;
+  size_t group_blocks_ = 0;
+  size_t group_bytes_ = 0;
   std::string first_key_of_block_;
   std::string smallest_key_;
   std::string largest_key_;

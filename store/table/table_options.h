@@ -27,22 +27,23 @@ struct TableReadCounters {
 };
 
 struct TableOptions {
-  // Target size of an uncompressed data block (see store/doc/table_format.md
-  // for why 16 KiB). A block is cut once it reaches this size, so a block
+  // Target size of an uncompressed data block, the unit compressed,
+  // checksummed and decoded alone: a point read that misses the block cache
+  // decodes one. A block is cut once it reaches this size, so a block
   // exceeds it by at most one entry.
-  size_t block_size = 16u << 10;
-  // A block is also cut once it holds this many entries and at least a
-  // quarter of block_size: a block of small entries (100-byte cells) stays
-  // near 4 KiB, so a point read that misses the block cache decodes a
-  // quarter as much, while a block of large entries still holds enough of
-  // them to spread a scan's cost per block. 0: by size only.
-  size_t block_entries = 32;
+  size_t block_size = 4u << 10;
+  // Target size of a group: consecutive data blocks the block cache keeps
+  // as one entry and a scan steps by (store/doc/table_format.md, "Blocks
+  // and groups"). A group is cut after the block that reaches this size,
+  // or at kMaxBlocksPerGroup blocks. At most block_size: every block is a
+  // group of its own.
+  size_t group_size = 16u << 10;
   // Keys between restart points in a block.
   int restart_interval = 16;
   // The format version new tables are written in (Footer::kCurrentVersion;
   // store/doc/table_format.md). Only tests of older readers set 1; readers
   // take the version from each table's footer.
-  uint32_t format_version = 2;
+  uint32_t format_version = 3;
   // 0: no filter block.
   int bloom_bits_per_key = 10;
   // Appends to *filter_keys the strings (usually prefixes of key: the row,

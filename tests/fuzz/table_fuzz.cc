@@ -87,7 +87,7 @@ void FuzzStructured(FuzzedDataProvider& fdp) {
   TableOptions options;
   options.block_size = fdp.ConsumeIntegralInRange<size_t>(1, 4096);
   options.restart_interval = fdp.ConsumeIntegralInRange<int>(1, 32);
-  options.block_entries = fdp.ConsumeIntegralInRange<size_t>(0, 40);
+  options.group_size = fdp.ConsumeIntegralInRange<size_t>(1, 16384);
   options.bloom_bits_per_key = fdp.ConsumeBool() ? 10 : 0;
   Compression compression =
       fdp.ConsumeBool() ? Compression::kLz4 : Compression::kNone;

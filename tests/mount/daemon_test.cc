@@ -27,9 +27,10 @@ bool Parse(std::vector<const char*> argv, DaemonArgs* out, std::string* error) {
 TEST(DaemonArgsTest, SshfsShape) {
   DaemonArgs a;
   std::string error;
-  ASSERT_TRUE(Parse({"-f", "-s", "-o", "allow_other,entry_timeout=5",
-                     "-omemtable_bytes=1024", "data", "mnt"},
-                    &a, &error))
+  ASSERT_TRUE(
+      Parse({"-f", "-s", "-o", "allow_other,entry_timeout=5",
+             "-omemtable_bytes=1024,block_cache_bytes=1048576", "data", "mnt"},
+            &a, &error))
       << error;
   EXPECT_TRUE(a.foreground);
   EXPECT_TRUE(a.single_threaded);
@@ -37,6 +38,7 @@ TEST(DaemonArgsTest, SshfsShape) {
   EXPECT_EQ(a.mountpoint, "mnt");
   EXPECT_EQ(a.entry_timeout, 5.0);
   EXPECT_EQ(a.memtable_bytes, 1024u);
+  EXPECT_EQ(a.block_cache_bytes, 1048576u);
   EXPECT_EQ(a.fuse_options, std::vector<std::string>{"allow_other"});
 }
 
@@ -115,8 +117,8 @@ TEST(DaemonArgsTest, StoreOption) {
   EXPECT_FALSE(Parse({"-o", "store=disk", "data", "mnt"}, &bad, &error));
   EXPECT_NE(error.find("store wants engine or memory"), std::string::npos);
   for (const char* engine_only :
-       {"memtable_bytes=1", "tablet_split_bytes=1", "space_reserve_bytes=1",
-        "change_history_bytes=1", "commit=1"}) {
+       {"memtable_bytes=1", "block_cache_bytes=1", "tablet_split_bytes=1",
+        "space_reserve_bytes=1", "change_history_bytes=1", "commit=1"}) {
     DaemonArgs b;
     EXPECT_FALSE(Parse({"-o", "store=memory", "-o", engine_only, "data", "mnt"},
                        &b, &error))
@@ -154,9 +156,9 @@ TEST(DaemonArgsTest, RemoteSource) {
         << error;
   }
   for (const char* local_only :
-       {"memtable_bytes=1", "tablet_split_bytes=1", "space_reserve_bytes=1",
-        "change_history_bytes=1", "commit=1", "store=memory", "store=engine",
-        "bigtable_api=127.0.0.1:1"}) {
+       {"memtable_bytes=1", "block_cache_bytes=1", "tablet_split_bytes=1",
+        "space_reserve_bytes=1", "change_history_bytes=1", "commit=1",
+        "store=memory", "store=engine", "bigtable_api=127.0.0.1:1"}) {
     DaemonArgs b;
     EXPECT_FALSE(Parse({"-o", local_only, "bigtable://p/i", "mnt"}, &b, &error))
         << local_only;

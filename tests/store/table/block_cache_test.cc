@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "store/util/coding.h"
 
@@ -25,39 +26,112 @@ std::shared_ptr<const Block> MakeBlock(size_t bytes) {
   return std::move(block).value();
 }
 
-TEST(BlockCacheTest, LookupFindsWhatWasInsertedAndCountsHitsAndMisses) {
-  BlockCache cache(1 << 20);
-  EXPECT_EQ(cache.Lookup(1, 0), nullptr);
+// A group holding one block of `bytes` bytes.
+std::shared_ptr<BlockGroup> MakeGroup(size_t bytes) {
+  auto group = std::make_shared<BlockGroup>();
+  std::shared_ptr<const Block> block = MakeBlock(bytes);
+  EXPECT_TRUE(group->Add(0, &block));
+  return group;
+}
+
+TEST(BlockGroupTest, KeepsTheFirstBlockAddedAtEachOffsetUpToItsLimit) {
+  BlockGroup group;
+  EXPECT_EQ(group.Find(0), nullptr);
   auto a = MakeBlock(100);
   auto b = MakeBlock(200);
+  std::shared_ptr<const Block> added = a;
+  EXPECT_TRUE(group.Add(0, &added));
+  added = b;
+  EXPECT_TRUE(group.Add(4096, &added));
+  EXPECT_EQ(group.Find(0), a);
+  EXPECT_EQ(group.Find(4096), b);
+  EXPECT_EQ(group.Find(100), nullptr);
+  EXPECT_EQ(group.size(), 300u);
+  // A second reader's copy of a block yields to the one held.
+  std::shared_ptr<const Block> late = MakeBlock(150);
+  EXPECT_FALSE(group.Add(0, &late));
+  EXPECT_EQ(late, a);
+  EXPECT_EQ(group.size(), 300u);
+  // Full: a block past the limit is not kept, and stays the caller's.
+  for (uint64_t i = 2; i < kMaxBlocksPerGroup; ++i) {
+    added = MakeBlock(64);
+    ASSERT_TRUE(group.Add(i * 4096, &added));
+  }
+  std::shared_ptr<const Block> extra = MakeBlock(64);
+  const Block* extra_ptr = extra.get();
+  EXPECT_FALSE(group.Add(1 << 20, &extra));
+  EXPECT_EQ(extra.get(), extra_ptr);
+  EXPECT_EQ(group.Find(1 << 20), nullptr);
+}
+
+TEST(BlockCacheTest, LookupFindsWhatWasInsertedAndReadsAreCounted) {
+  BlockCache cache(1 << 20);
+  EXPECT_EQ(cache.Lookup(1, 0), nullptr);
+  auto a = MakeGroup(100);
+  auto b = MakeGroup(200);
   cache.Insert(1, 0, a);
   cache.Insert(2, 0, b);  // same offset, another table
   EXPECT_EQ(cache.Lookup(1, 0), a);
   EXPECT_EQ(cache.Lookup(2, 0), b);
   EXPECT_EQ(cache.Lookup(1, 4096), nullptr);
-  EXPECT_EQ(cache.hits(), 2u);
-  EXPECT_EQ(cache.misses(), 2u);
-  // Uncounted lookups (a compaction's) find the same blocks.
-  EXPECT_EQ(cache.Lookup(1, 0, /*count=*/false), a);
-  EXPECT_EQ(cache.Lookup(3, 0, /*count=*/false), nullptr);
-  EXPECT_EQ(cache.hits(), 2u);
-  EXPECT_EQ(cache.misses(), 2u);
   EXPECT_EQ(cache.size(), 2u);
   EXPECT_EQ(cache.usage(), 300u);
+  // Lookups count nothing; a reader counts what it wanted.
+  EXPECT_EQ(cache.hits(), 0u);
+  cache.Count(true);
+  cache.Count(false);
+  cache.Count(false);
+  EXPECT_EQ(cache.hits(), 1u);
+  EXPECT_EQ(cache.misses(), 2u);
 
-  // Inserting a key again replaces its block and its charge.
-  auto c = MakeBlock(50);
+  // Inserting a key again replaces its group and its charge.
+  auto c = MakeGroup(50);
   cache.Insert(1, 0, c);
   EXPECT_EQ(cache.Lookup(1, 0), c);
   EXPECT_EQ(cache.size(), 2u);
   EXPECT_EQ(cache.usage(), 250u);
 }
 
+TEST(BlockCacheTest, AddChargeGrowsTheEntryOfThatGroupOnly) {
+  BlockCache cache(BlockCache::kShards * 1024);  // 1 KiB a shard
+  auto group = MakeGroup(100);
+  cache.Insert(5, 0, group);
+  cache.AddCharge(5, 0, group.get(), 300);
+  EXPECT_EQ(cache.usage(), 400u);
+  // Another group under the key (it was replaced): nothing changes.
+  auto other = MakeGroup(100);
+  cache.AddCharge(5, 0, other.get(), 300);
+  cache.AddCharge(6, 0, group.get(), 300);
+  EXPECT_EQ(cache.usage(), 400u);
+  // Grown past its shard's capacity, the group leaves the cache.
+  cache.AddCharge(5, 0, group.get(), 1000);
+  EXPECT_EQ(cache.Lookup(5, 0), nullptr);
+  EXPECT_EQ(cache.usage(), 0u);
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(BlockCacheTest, AddChargeEvictsColdGroupsToStayWithinTheCapacity) {
+  const size_t capacity = BlockCache::kShards * 4 * 1024;
+  BlockCache cache(capacity);
+  std::vector<std::shared_ptr<BlockGroup>> groups;
+  for (uint64_t i = 0; i < 400; ++i) {
+    groups.push_back(MakeGroup(256));
+    cache.Insert(9, i * 16384, groups.back());
+  }
+  const size_t before = cache.size();
+  for (uint64_t i = 0; i < 400; ++i) {
+    cache.AddCharge(9, i * 16384, groups[i].get(), 768);
+    ASSERT_LE(cache.usage(), capacity + BlockCache::kShards);
+  }
+  EXPECT_LT(cache.size(), before);
+  EXPECT_GT(cache.usage(), capacity / 2);
+}
+
 TEST(BlockCacheTest, UsageStaysWithinTheCapacity) {
   const size_t capacity = 64 << 10;
   BlockCache cache(capacity);
   for (uint64_t i = 0; i < 2000; ++i) {
-    cache.Insert(7, i * 4096, MakeBlock(1000 + (i % 7) * 300));
+    cache.Insert(7, i * 4096, MakeGroup(1000 + (i % 7) * 300));
     ASSERT_LE(cache.usage(), capacity + BlockCache::kShards);
   }
   // Full: about capacity / 1,900 bytes of blocks, spread over the shards.
@@ -65,26 +139,26 @@ TEST(BlockCacheTest, UsageStaysWithinTheCapacity) {
   EXPECT_LT(cache.size(), 2000u);
 }
 
-TEST(BlockCacheTest, ABlockLargerThanAShardIsNotKeptAndDropsTheOldOne) {
+TEST(BlockCacheTest, AGroupLargerThanAShardIsNotKeptAndDropsTheOldOne) {
   BlockCache cache(16 * 1024);  // 1 KiB a shard
-  cache.Insert(3, 0, MakeBlock(512));
+  cache.Insert(3, 0, MakeGroup(512));
   ASSERT_NE(cache.Lookup(3, 0), nullptr);
-  cache.Insert(3, 0, MakeBlock(2048));
+  cache.Insert(3, 0, MakeGroup(2048));
   EXPECT_EQ(cache.Lookup(3, 0), nullptr);
   EXPECT_EQ(cache.usage(), 0u);
   EXPECT_EQ(cache.size(), 0u);
 }
 
-TEST(BlockCacheTest, ABlockHitBetweenInsertsOutlivesColdOnes) {
+TEST(BlockCacheTest, AGroupHitBetweenInsertsOutlivesColdOnes) {
   // Each shard holds 4 blocks; 4,000 cold blocks go through the cache,
   // and the hot one is read after each insert, as a point read's index
   // neighbourhood would be. CLOCK keeps it (its bit is set again before the
   // hand comes round); the cold ones are evicted.
   BlockCache cache(BlockCache::kShards * 4 * 1024);
-  auto hot = MakeBlock(1024);
+  auto hot = MakeGroup(1024);
   cache.Insert(1, 0, hot);
   for (uint64_t i = 1; i <= 4000; ++i) {
-    cache.Insert(2, i * 4096, MakeBlock(1024));
+    cache.Insert(2, i * 4096, MakeGroup(1024));
     ASSERT_EQ(cache.Lookup(1, 0), hot) << "after " << i << " inserts";
   }
   EXPECT_LE(cache.size(), BlockCache::kShards * 4u);
@@ -92,12 +166,12 @@ TEST(BlockCacheTest, ABlockHitBetweenInsertsOutlivesColdOnes) {
   EXPECT_EQ(cache.Lookup(2, 4096), nullptr);
 }
 
-TEST(BlockCacheTest, EveryBlockHeldStaysFindableThroughChurn) {
+TEST(BlockCacheTest, EveryGroupHeldStaysFindableThroughChurn) {
   // A model check of the table's deletions: keys of few tables and close
   // offsets collide and form long probe runs; after each step every block
   // the cache holds must be found under its own key, and only there.
   BlockCache cache(BlockCache::kShards * 40 * 256);
-  std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const Block>> model;
+  std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<BlockGroup>> model;
   std::mt19937_64 rng(42);
   for (int step = 0; step < 20000; ++step) {
     uint64_t id = rng() % 3 + 1;
@@ -110,7 +184,7 @@ TEST(BlockCacheTest, EveryBlockHeldStaysFindableThroughChurn) {
         ASSERT_EQ(got, it->second) << "a block found under another key";
       }
     } else {
-      auto block = MakeBlock(64 + rng() % 256);
+      auto block = MakeGroup(64 + rng() % 256);
       model[{id, offset}] = block;
       cache.Insert(id, offset, std::move(block));
     }

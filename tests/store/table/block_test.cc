@@ -47,23 +47,6 @@ TEST(BlockTest, Empty) {
   EXPECT_TRUE(it->status().ok());
 }
 
-TEST(BlockTest, BuilderCountsEntriesAcrossRestartsAndResets) {
-  for (int interval : {1, 3, 16}) {
-    BlockBuilder builder(interval);
-    EXPECT_EQ(builder.entries(), 0u);
-    const auto kv = SharedPrefixKeys(50);
-    size_t n = 0;
-    for (const auto& [k, v] : kv) {
-      builder.Add(k, v);
-      EXPECT_EQ(builder.entries(), ++n) << "interval " << interval;
-    }
-    builder.Finish();
-    EXPECT_EQ(builder.entries(), 50u);
-    builder.Reset();
-    EXPECT_EQ(builder.entries(), 0u);
-  }
-}
-
 TEST(BlockTest, OneKey) {
   auto block = Build({{"key", "value"}}, 16);
   auto it = Block::NewIterator(block);

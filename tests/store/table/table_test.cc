@@ -212,29 +212,58 @@ TEST(TableTest, IndexSeparatorsKeepEverySeekRight) {
   EXPECT_TRUE(it->status().ok());
 }
 
-TEST(TableTest, BlocksOfSmallEntriesAreCutAtAQuarterOfTheBlockSize) {
-  // TableOptions::block_entries: a block holding 32 entries is cut once it
-  // reaches a quarter of block_size; blocks of large entries are not.
-  auto blocks = [](size_t value_size, size_t block_entries) {
-    TableOptions options;  // block_size 16 KiB
-    options.block_entries = block_entries;
-    KV kv;
-    for (int i = 0; i < 4000; ++i) {
-      kv[Row(i)] = std::string(value_size, static_cast<char>('a' + i % 26));
-    }
-    auto table = OpenTable(options, BuildTable(options, kv));
-    EXPECT_TRUE(table.ok()) << table.status().ToString();
-    Status s;
-    EXPECT_EQ(ReadAll(**table, &s), kv);
-    EXPECT_TRUE(s.ok());
-    return (*table)->IndexKeys().size();  // one index entry per block
-  };
-  // 100-byte values: ~4 KiB blocks (about 35 entries), four times as many.
-  const size_t small = blocks(100, 32), small_by_size = blocks(100, 0);
-  EXPECT_GE(small, 3.5 * small_by_size) << small << " vs " << small_by_size;
-  EXPECT_LE(small, 4000 / 32 + 1);
-  // 1,000-byte values: 16 entries fill 16 KiB first; nothing changes.
-  EXPECT_EQ(blocks(1000, 32), blocks(1000, 0));
+TEST(TableTest, APointReadDecodesOneBlockAndTheCacheKeepsItsGroup) {
+  // 1 KiB blocks in 4 KiB groups: a point read decodes one block, and the
+  // cache keeps one entry per group, charged for the blocks decoded.
+  BlockCache cache(1 << 20);
+  TableReadCounters counters;
+  TableOptions options = SmallBlocks();
+  options.group_size = 4096;
+  options.block_cache = &cache;
+  options.read_counters = &counters;
+  KV kv;
+  for (int i = 0; i < 2000; ++i) kv[Row(i)] = std::string(100, 'v');
+  auto table = OpenTable(options, BuildTable(options, kv));
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  const size_t blocks = (*table)->IndexKeys().size();  // one entry a block
+  ASSERT_GT(blocks, 100u);
+
+  auto it = (*table)->NewIterator();
+  it->Seek(Row(1000));
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->key(), Row(1000));
+  EXPECT_EQ(counters.block_reads.load(), 1u);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_GE(cache.usage(), 1024u);
+  EXPECT_LT(cache.usage(), 2048u);
+
+  // A point read of every key, each with its own iterator: every block is
+  // decoded once, and the groups hold about four blocks each.
+  for (const auto& [k, v] : kv) {
+    auto reader = (*table)->NewIterator();
+    reader->Seek(k);
+    ASSERT_TRUE(reader->Valid());
+    ASSERT_EQ(reader->key(), k);
+    ASSERT_EQ(reader->value(), v);
+  }
+  EXPECT_EQ(counters.block_reads.load(), blocks);
+  EXPECT_EQ(cache.misses(), blocks);
+  EXPECT_EQ(cache.hits(), kv.size() + 1 - blocks);
+  EXPECT_GE(cache.size(), blocks / 5);
+  EXPECT_LE(cache.size(), blocks / 3);
+  EXPECT_GE(cache.usage(), blocks * 1024);
+
+  // group_size at most block_size: every block is a group of its own.
+  BlockCache single(1 << 20);
+  options.block_cache = &single;
+  options.group_size = options.block_size;
+  auto ungrouped = OpenTable(options, BuildTable(options, kv), 8);
+  ASSERT_TRUE(ungrouped.ok());
+  Status s;
+  EXPECT_EQ(ReadAll(**ungrouped, &s), kv);
+  EXPECT_TRUE(s.ok());
+  EXPECT_EQ(single.size(), size_t{Table::kScanGroupsCached});
+  EXPECT_LT(single.usage(), Table::kScanGroupsCached * 2048u);  // a block each
 }
 
 TEST(TableTest, CompressionChosenPerBlock) {
@@ -420,6 +449,9 @@ TEST(TableTest, BlockCacheBoundAndHits) {
   BlockCache cache(64 << 10);
   TableOptions options = SmallBlocks();
   options.block_cache = &cache;
+  // Every block a group of its own: the cache's entries count blocks, and
+  // a group stays within a shard of this small cache (4 KiB).
+  options.group_size = options.block_size;
   KV kv = MakeData(300, false);  // ~200 KB: far more than the cache.
   auto table = OpenTable(options, BuildTable(options, kv));
   ASSERT_TRUE(table.ok());
@@ -451,14 +483,14 @@ TEST(TableTest, BlockCacheBoundAndHits) {
   ASSERT_TRUE(table2.ok());
   ASSERT_EQ(ReadAll(**table2, &s, /*fill_cache=*/false), kv);
   EXPECT_EQ(cache2.usage(), 0u);
-  // A scan adds the blocks it reads before it has stepped from block to
-  // block kScanBlocksCached times, and no more: a long scan leaves the
+  // A scan adds the blocks it reads before it has stepped from group to
+  // group kScanGroupsCached times, and no more: a long scan leaves the
   // cache to point reads.
   ASSERT_EQ(ReadAll(**table2, &s, /*fill_cache=*/true), kv);
-  EXPECT_EQ(cache2.size(), size_t{Table::kScanBlocksCached});
+  EXPECT_EQ(cache2.size(), size_t{Table::kScanGroupsCached});
   uint64_t hits_before = cache2.hits();
   ASSERT_EQ(ReadAll(**table2, &s), kv);
-  EXPECT_EQ(cache2.hits(), hits_before + Table::kScanBlocksCached);
+  EXPECT_EQ(cache2.hits(), hits_before + Table::kScanGroupsCached);
   // A scan that seeks forward to each next key, as a scan skipping old
   // versions does, is a scan too.
   BlockCache cache3(1 << 20);
@@ -471,11 +503,11 @@ TEST(TableTest, BlockCacheBoundAndHits) {
     ASSERT_TRUE(skipper->Valid());
     ASSERT_EQ(skipper->key(), k);
   }
-  EXPECT_EQ(cache3.size(), size_t{Table::kScanBlocksCached});
+  EXPECT_EQ(cache3.size(), size_t{Table::kScanGroupsCached});
   // A seek elsewhere starts over: the same iterator adds blocks again.
   skipper->Seek(Row(150));
   ASSERT_TRUE(skipper->Valid());
-  EXPECT_EQ(cache3.size(), size_t{Table::kScanBlocksCached} + 1);
+  EXPECT_EQ(cache3.size(), size_t{Table::kScanGroupsCached} + 1);
   // Point reads (an iterator each) read one block each and add it.
   for (int i = 0; i < 300; ++i) {
     auto seeker = (*table2)->NewIterator();
@@ -504,7 +536,7 @@ TEST(TableFormatTest, FooterLayout) {
   std::string contents = BuildTable(options, MakeData(50, true));
   EXPECT_EQ(contents.substr(contents.size() - 8), "tabletfs");
   Footer footer = ReadFooter(contents);
-  EXPECT_EQ(footer.format_version, 2u);
+  EXPECT_EQ(footer.format_version, 3u);
   // Data blocks, then the filter, then the index, then the footer.
   EXPECT_EQ(footer.filter.offset + footer.filter.size + kBlockTrailerSize,
             footer.index.offset);
@@ -548,11 +580,48 @@ TEST(TableFormatTest, GoldenExample) {
       "9a 00 06 02 72 6f 77 32 2f 61 00 1e 00 00 00 00"
       "01 00 00 00 00 e3 5c 06 42 d1 66 c2 34 71 00 00"
       "00 00 00 00 00 13 00 00 00 00 00 00 00 27 00 00"
-      "00 00 00 00 00 41 00 00 00 00 00 00 00 02 00 00"
-      "00 0f 12 61 62 d8 9d c7 a2 74 61 62 6c 65 74 66"
+      "00 00 00 00 00 41 00 00 00 00 00 00 00 03 00 00"
+      "00 8a a6 ce 5f 99 40 2b 3f 74 61 62 6c 65 74 66"
       "73";
   EXPECT_EQ(Hex(contents), Unspaced(kGolden));
   EXPECT_EQ(contents.size(), 193u);
+}
+
+// An index value is a block handle, then the distance back to the block's
+// group when the block does not start it: a group's first block (and each
+// block of a table written before groups) has the bare handle.
+TEST(TableFormatTest, IndexEntryAddsTheDistanceToItsGroupOnlyPastItsStart) {
+  IndexEntry first{{4096, 1000}, 4096};
+  std::string bare;
+  first.handle.EncodeTo(&bare);
+  std::string encoded;
+  first.EncodeTo(&encoded);
+  EXPECT_EQ(encoded, bare);
+  IndexEntry decoded;
+  ASSERT_TRUE(decoded.DecodeFrom(bare));
+  EXPECT_EQ(decoded.handle.offset, 4096u);
+  EXPECT_EQ(decoded.handle.size, 1000u);
+  EXPECT_EQ(decoded.group, 4096u);
+
+  IndexEntry later{{9000, 1200}, 4096};
+  encoded.clear();
+  later.EncodeTo(&encoded);
+  std::string expected;
+  later.handle.EncodeTo(&expected);
+  PutVarint64(&expected, 9000 - 4096);
+  EXPECT_EQ(encoded, expected);
+  ASSERT_TRUE(decoded.DecodeFrom(encoded));
+  EXPECT_EQ(decoded.handle.offset, 9000u);
+  EXPECT_EQ(decoded.group, 4096u);
+
+  // A group before the file's start, a cut varint or bytes after the
+  // distance are damage.
+  std::string before_start = bare;
+  PutVarint64(&before_start, 4097);
+  EXPECT_FALSE(decoded.DecodeFrom(before_start));
+  EXPECT_FALSE(decoded.DecodeFrom(encoded + "\x01"));
+  EXPECT_FALSE(decoded.DecodeFrom(bare + "\x80"));
+  EXPECT_FALSE(decoded.DecodeFrom(bare.substr(0, 1)));
 }
 
 // The block checksum is computed with the CPU's widest vector unit
@@ -622,17 +691,53 @@ TEST(TableFormatTest, Version1StillReadable) {
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
 }
 
+// A format-2 table (TableOptions::format_version = 2, as an older build
+// wrote it) has bare handles in its index: each block is a group of its
+// own, and this build reads it so.
+TEST(TableFormatTest, Version2HasNoGroupsAndIsStillRead) {
+  BlockCache cache(1 << 20);
+  TableOptions options = SmallBlocks();
+  options.format_version = 2;
+  options.group_size = 4096;
+  options.block_cache = &cache;
+  KV kv = MakeData(100, true);
+  std::string contents = BuildTable(options, kv);
+  EXPECT_EQ(ReadFooter(contents).format_version, 2u);
+  auto table = OpenTable(options, contents);
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  for (const auto& [k, v] : kv) {
+    auto it = (*table)->NewIterator();
+    it->Seek(k);
+    ASSERT_TRUE(it->Valid());
+    ASSERT_EQ(it->value(), v);
+  }
+  EXPECT_EQ(cache.size(), (*table)->IndexKeys().size());
+  // Format 3 groups the same blocks: fewer entries, the same data.
+  BlockCache grouped_cache(1 << 20);
+  options.format_version = 3;
+  options.block_cache = &grouped_cache;
+  auto grouped = OpenTable(options, BuildTable(options, kv), 8);
+  ASSERT_TRUE(grouped.ok());
+  for (const auto& [k, v] : kv) {
+    auto it = (*grouped)->NewIterator();
+    it->Seek(k);
+    ASSERT_TRUE(it->Valid());
+    ASSERT_EQ(it->value(), v);
+  }
+  EXPECT_LT(grouped_cache.size(), cache.size() / 2);
+}
+
 TEST(TableFormatTest, UnknownVersionIsNotSupported) {
   TableOptions options = SmallBlocks();
   std::string contents = BuildTable(options, MakeData(10, true));
   size_t off = contents.size() - Footer::kEncodedLength;
-  // Version 3 with a valid footer checksum: a table from a newer build.
-  EncodeFixed32(contents.data() + off + 32, 3);
+  // Version 4 with a valid footer checksum: a table from a newer build.
+  EncodeFixed32(contents.data() + off + 32, 4);
   EncodeFixed64(contents.data() + off + 36,
                 Checksum64(std::string_view(contents).substr(off, 36)));
   auto table = OpenTable(options, contents);
   ASSERT_TRUE(table.status().IsNotSupported()) << table.status().ToString();
-  EXPECT_NE(table.status().message().find("format version 3"),
+  EXPECT_NE(table.status().message().find("format version 4"),
             std::string::npos);
   EXPECT_NE(table.status().message().find(kFileName), std::string::npos);
 }

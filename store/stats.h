@@ -46,8 +46,8 @@ struct DbStats {
   uint64_t log_unsynced_bytes = 0;
   // Writes that add data fail below this much free space (Options).
   uint64_t space_reserve_bytes = 0;
-  // Block-cache lookups of reads (one-pass reads, as a compaction's, are
-  // not counted).
+  // Data blocks that reads wanted and found in the block cache, and that
+  // they did not (one-pass reads, as a compaction's, are not counted).
   uint64_t block_cache_hits = 0;
   uint64_t block_cache_misses = 0;
   uint64_t bloom_useful = 0;  // lookups a filter answered

@@ -73,7 +73,9 @@ size_t BlockGroup::size() const {
 
 BlockCache::BlockCache(size_t capacity_bytes) : capacity_(capacity_bytes) {
   for (auto& shard : shards_) {
-    shard = std::make_unique<Shard>((capacity_bytes + kShards - 1) / kShards);
+    // Rounded up, without overflowing near SIZE_MAX.
+    shard = std::make_unique<Shard>(capacity_bytes / kShards +
+                                    (capacity_bytes % kShards != 0));
   }
 }
 

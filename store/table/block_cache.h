@@ -3,16 +3,17 @@
 // of a database. An entry is a BlockGroup: the blocks of one group
 // (TableOptions::group_size, consecutive blocks of ~16 KiB in all) that
 // readers have decoded so far. A point read decodes the one block it needs
-// and a scan every block in turn, but both pay one lookup per group, and a
-// scan one insertion per group (store/doc/table_format.md, "Blocks and
-// groups").
+// and a scan every block in turn, but both pay one lookup per group and one
+// insertion per group missed, then a charge (AddCharge) per further block
+// added (store/doc/table_format.md, "Blocks and groups").
 //
 // Capacity is in bytes; an entry's charge is the decoded size of the blocks
 // it holds, raised (AddCharge) as blocks join it. The cache is 16 shards of
 // capacity/16 bytes each, so a group larger than capacity/16 is not kept.
-// Entries are std::shared_ptr: an iterator positioned in a block holds a
-// reference, so eviction never invalidates a block in use (such a block
-// costs memory beyond the capacity until the iterator moves on).
+// Entries are std::shared_ptr: an iterator holds its block and its group,
+// so eviction never invalidates a block in use (such a group costs memory
+// beyond the capacity until the iterator moves on to another group; the
+// blocks it adds meanwhile are charged to no one).
 //
 // Each shard is one open-addressing table (linear probing, entries inline)
 // and evicts by CLOCK, LevelDB's LRU's cheaper cousin: a hit sets the

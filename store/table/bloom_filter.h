@@ -6,9 +6,9 @@
 // - kWholeTable (format 1): one bit array for the whole table, XXH64 and
 //   double hashing over all of it (bit i = h1 + i * h2 mod m). Every probe
 //   of a multi-MiB filter is a cache miss: up to k per key.
-// - kCacheLineBlocked (formats 2 and 3): the bits are cut into 64-byte blocks;
-// one
-//   XXH3 hash picks a block and all k probes stay in it, so a probe of a key
+// - kCacheLineBlocked (formats 2 and 3): the bits are cut into 64-byte
+//   blocks; one XXH3 hash picks a block and all k probes stay in it, so a
+//   probe of a key
 //   costs one cache miss (the caller keeps the filter 64-byte aligned). It
 //   pays for that with a slightly higher false-positive rate at the same
 //   size (about 0.95% at 10 bits per key, against 0.8%).

@@ -269,8 +269,9 @@ class Table::TwoLevelIterator final : public Iterator {
   // the index iterator is exhausted or on error), after `move` moved the
   // index iterator. Moving into another group is a scan's step.
   // CellCursor seeks past versions and columns as it scans, so a seek that
-  // stays in this group or lands in the next one counts as the scan's step
-  // too; any other starts the count over.
+  // lands in the next group (skipping the rest of this one) counts as the
+  // scan's step too, one within this group changes nothing, and any other
+  // starts the count over.
   void InitDataBlock(Move move) {
     if (!index_iter_->Valid()) {
       data_iter_.reset();
@@ -283,10 +284,17 @@ class Table::TwoLevelIterator final : public Iterator {
     }
     const BlockHandle& handle = entry.handle;
     const bool here = data_iter_ != nullptr && handle.offset == data_offset_;
-    const bool same_group = group_.valid && entry.group == group_.offset;
+    const bool same_group =
+        data_iter_ != nullptr && group_.valid && entry.group == group_.offset;
     if (move == Move::kNext && !same_group) Step();
     if (move == Move::kSeek && !same_group) {
-      if (data_iter_ != nullptr && handle.offset == data_end_) {
+      // The next group starts after this block's end, within what is left
+      // of this group: at most group_size stored bytes (a block's stored
+      // bytes are at most its own, plus a trailer, past block_size).
+      const bool next_group =
+          data_iter_ != nullptr && entry.group >= data_end_ &&
+          entry.group - data_end_ <= table_->options_.group_size;
+      if (next_group) {
         Step();
       } else {
         groups_stepped_ = 0;

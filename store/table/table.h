@@ -55,10 +55,10 @@ class Table : public std::enable_shared_from_this<Table> {
   // hits and misses, and their pages are dropped (one pass: compactions).
   // With fill_cache, a scan stops adding to the cache once it has stepped
   // from group to group kScanGroupsCached times since it last sought
-  // elsewhere (a seek within its group or into the next one is a step): a
-  // long scan then decodes into memory it frees again at once instead of
-  // evicting what point reads and short scans keep in the cache (as a
-  // sequential scan of a large table uses a small ring of buffers in
+  // elsewhere (a seek into the next group is a step, one within its group
+  // changes nothing): a long scan then decodes into memory it frees again at
+  // once instead of evicting what point reads and short scans keep in the cache
+  // (as a sequential scan of a large table uses a small ring of buffers in
   // PostgreSQL). A block that fails to read or verify makes
   // the iterator !Valid() with that status; it never skips a bad block, and
   // the error is sticky (later Seeks leave it !Valid()).

@@ -85,10 +85,10 @@ std::shared_ptr<BlockGroup> BlockCache::Lookup(uint64_t cache_id,
   return ShardOf(hash).Lookup(cache_id, offset, hash);
 }
 
-void BlockCache::Insert(uint64_t cache_id, uint64_t offset,
-                        std::shared_ptr<BlockGroup> group) {
+std::shared_ptr<BlockGroup> BlockCache::Insert(
+    uint64_t cache_id, uint64_t offset, std::shared_ptr<BlockGroup> group) {
   const uint64_t hash = HashKey(cache_id, offset);
-  ShardOf(hash).Insert(cache_id, offset, hash, std::move(group));
+  return ShardOf(hash).Insert(cache_id, offset, hash, std::move(group));
 }
 
 void BlockCache::AddCharge(uint64_t cache_id, uint64_t offset,
@@ -169,37 +169,34 @@ void BlockCache::Shard::RemoveAt(size_t i, std::shared_ptr<BlockGroup>* out) {
   slots_[hole] = Slot{};
 }
 
-void BlockCache::Shard::Insert(uint64_t cache_id, uint64_t offset,
-                               uint64_t hash,
-                               std::shared_ptr<BlockGroup> group) {
+std::shared_ptr<BlockGroup> BlockCache::Shard::Insert(
+    uint64_t cache_id, uint64_t offset, uint64_t hash,
+    std::shared_ptr<BlockGroup> group) {
   const size_t charge = group->size();
   Dropped dropped;  // declared before the lock: destroyed after its release
   MutexLock l(&mu_);
   if (!slots_.empty()) {
-    size_t i = Find(cache_id, offset, hash);
-    if (slots_[i].group != nullptr) {
-      std::shared_ptr<BlockGroup> old;
-      RemoveAt(i, &old);
-      dropped.Add(std::move(old));
+    Slot& held = slots_[Find(cache_id, offset, hash)];
+    if (held.group != nullptr) {
+      if (!held.referenced) held.referenced = true;
+      return held.group;
     }
   }
-  if (charge > capacity_) {
-    dropped.Add(std::move(group));
-    return;
-  }
+  if (charge > capacity_) return group;
   if (2 * (count_ + 1) > slots_.size()) Grow();
   // A new entry starts unreferenced: a group read once (a scan's) goes
   // before one read again, and a sweep always meets an entry it may evict
   // before it comes round to a group hit since the last sweep.
   slots_[Find(cache_id, offset, hash)] = Slot{cache_id,
                                               offset,
-                                              std::move(group),
+                                              group,
                                               charge,
                                               static_cast<uint32_t>(hash),
                                               /*referenced=*/false};
   ++count_;
   usage_ += charge;
   EvictToCapacity(&dropped);
+  return group;
 }
 
 void BlockCache::Shard::AddCharge(uint64_t cache_id, uint64_t offset,

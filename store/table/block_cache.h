@@ -85,11 +85,14 @@ class BlockCache {
   // The cached group, or nullptr. Counts nothing: a reader counts whether
   // the block it wanted was there (Count).
   std::shared_ptr<BlockGroup> Lookup(uint64_t cache_id, uint64_t offset);
-  // Inserts or replaces the group at (cache_id, offset), charged its
-  // size() now, and evicts as needed. A group larger than a shard's
-  // capacity is not kept.
-  void Insert(uint64_t cache_id, uint64_t offset,
-              std::shared_ptr<BlockGroup> group);
+  // Inserts the group at (cache_id, offset), charged its size() now, and
+  // evicts as needed; returns it. If a group is there already (another
+  // reader missed it at the same time and inserted first) that one stays
+  // and is returned: both hold the same table's blocks, and the caller
+  // adds its own to it. A group larger than a shard's capacity is not
+  // kept (and is returned).
+  std::shared_ptr<BlockGroup> Insert(uint64_t cache_id, uint64_t offset,
+                                     std::shared_ptr<BlockGroup> group);
   // Raises the charge of the entry at (cache_id, offset) by `bytes` (a
   // block joined it) and evicts as needed; nothing if that entry is not
   // `group` (it was evicted or replaced: its memory is its holders' now).
@@ -118,8 +121,10 @@ class BlockCache {
     explicit Shard(size_t capacity) : capacity_(capacity) {}
     std::shared_ptr<BlockGroup> Lookup(uint64_t cache_id, uint64_t offset,
                                        uint64_t hash) EXCLUDES(mu_);
-    void Insert(uint64_t cache_id, uint64_t offset, uint64_t hash,
-                std::shared_ptr<BlockGroup> group) EXCLUDES(mu_);
+    std::shared_ptr<BlockGroup> Insert(uint64_t cache_id, uint64_t offset,
+                                       uint64_t hash,
+                                       std::shared_ptr<BlockGroup> group)
+        EXCLUDES(mu_);
     void AddCharge(uint64_t cache_id, uint64_t offset, uint64_t hash,
                    const BlockGroup *group, size_t bytes) EXCLUDES(mu_);
     size_t usage() const EXCLUDES(mu_);

@@ -135,8 +135,15 @@ Result<std::shared_ptr<const Block>> Table::ReadDataBlock(
       if (ref->in_cache) {
         cache->AddCharge(cache_id_, ref->offset, ref->group.get(), bytes);
       } else {
-        cache->Insert(cache_id_, ref->offset, ref->group);
+        std::shared_ptr<BlockGroup> held =
+            cache->Insert(cache_id_, ref->offset, ref->group);
         ref->in_cache = true;
+        if (held != ref->group) {  // another reader's, inserted first
+          ref->group = std::move(held);
+          if (ref->group->Add(handle.offset, &block)) {
+            cache->AddCharge(cache_id_, ref->offset, ref->group.get(), bytes);
+          }
+        }
       }
     }
   }

@@ -197,8 +197,9 @@ namespace {
 // those whose Bloom filter may hold `row_prefix` and, when `cell_keys` is not
 // empty, one of them. The row prefix goes first: every key adds it, so one
 // probe rules out a file that holds nothing of the row. Each candidate's
-// filter line for the row is prefetched before any is probed: a probe is a
-// cache miss, and the candidates' misses then overlap. A read that
+// filter lines for the row and the cell keys are prefetched before any is
+// probed: a probe is a cache miss, and the misses then overlap (a read of
+// a cell that exists probes both, one after the other). A read that
 // searches a level-0 file and another file, or probes the filters of two
 // level-0 files, counts as overlapped (Version::overlapped_reads); true
 // when it is the one that reaches ReadCompactionThreshold.
@@ -210,7 +211,10 @@ bool AddPointFileIterators(TableCache* cache, const Version& version,
   const BloomKey row_key(row_prefix);
   // The thread's, emptied before returning: no allocation per read.
   thread_local std::vector<std::shared_ptr<Table>> tables;
+  thread_local std::vector<BloomKey> cell_bloom_keys;
   tables.clear();
+  cell_bloom_keys.clear();
+  for (std::string_view k : cell_keys) cell_bloom_keys.emplace_back(k);
   auto consider = [&](const FileMeta& f) {
     Result<std::shared_ptr<Table>> t = cache->Get(f.number, f.size);
     if (!t.ok()) {
@@ -218,6 +222,7 @@ bool AddPointFileIterators(TableCache* cache, const Version& version,
       return;
     }
     (*t)->PrefetchFilter(row_key);
+    for (const BloomKey& k : cell_bloom_keys) (*t)->PrefetchFilter(k);
     tables.push_back(std::move(t).value());
   };
   for (const auto& f : version.levels[0]) {
@@ -246,9 +251,9 @@ bool AddPointFileIterators(TableCache* cache, const Version& version,
   for (size_t i = 0; i < tables.size(); ++i) {
     const std::shared_ptr<Table>& table = tables[i];
     bool may_contain = table->MayContain(row_key);
-    if (may_contain && !cell_keys.empty()) {
+    if (may_contain && !cell_bloom_keys.empty()) {
       may_contain = false;
-      for (std::string_view k : cell_keys) {
+      for (const BloomKey& k : cell_bloom_keys) {
         if (table->MayContain(k)) {
           may_contain = true;
           break;
@@ -264,6 +269,7 @@ bool AddPointFileIterators(TableCache* cache, const Version& version,
     children->push_back(table->NewIterator());
   }
   tables.clear();  // lets the table cache close what it evicts
+  cell_bloom_keys.clear();  // its views point into the caller's keys
   // A read that probed two or more level-0 filters counts too, though it
   // searched nothing: each probe is a cache miss, and a missing key's read
   // pays one per level-0 file (docs/BENCHMARKS.md, "Set M's readmissing").

@@ -128,23 +128,17 @@ Result<std::shared_ptr<const Block>> Table::ReadDataBlock(
   }
   TABLETFS_ASSIGN_OR_RETURN(block, ReadAndParseBlock(*file_, file_name_, handle,
                                                      footer_.format_version));
-  // A scan or a compaction adds nothing to a cached group.
+  // A scan or a compaction adds nothing to a cached group. A new group
+  // goes into the cache (still empty) before its first block joins it, so
+  // a group another reader inserted first is the one joined.
   if (use == CacheUse::kFill && ref->group != nullptr) {
+    if (cache != nullptr && !ref->in_cache) {
+      ref->group = cache->Insert(cache_id_, ref->offset, ref->group);
+      ref->in_cache = true;
+    }
     const size_t bytes = block->size();
     if (ref->group->Add(handle.offset, &block) && cache != nullptr) {
-      if (ref->in_cache) {
-        cache->AddCharge(cache_id_, ref->offset, ref->group.get(), bytes);
-      } else {
-        std::shared_ptr<BlockGroup> held =
-            cache->Insert(cache_id_, ref->offset, ref->group);
-        ref->in_cache = true;
-        if (held != ref->group) {  // another reader's, inserted first
-          ref->group = std::move(held);
-          if (ref->group->Add(handle.offset, &block)) {
-            cache->AddCharge(cache_id_, ref->offset, ref->group.get(), bytes);
-          }
-        }
-      }
+      cache->AddCharge(cache_id_, ref->offset, ref->group.get(), bytes);
     }
   }
   return block;

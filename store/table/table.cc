@@ -58,9 +58,11 @@ Result<std::shared_ptr<Table>> Table::Open(
   TABLETFS_RETURN_IF_ERROR(
       CheckHandle(footer.index, footer_offset, file_name, "index handle"));
   auto shared_name = std::make_shared<const std::string>(file_name);
-  TABLETFS_ASSIGN_OR_RETURN(std::shared_ptr<const Block> index,
+  TABLETFS_ASSIGN_OR_RETURN(std::shared_ptr<const Block> index_block,
                             ReadAndParseBlock(*file, shared_name, footer.index,
                                               footer.format_version));
+  TABLETFS_ASSIGN_OR_RETURN(TableIndex index,
+                            TableIndex::Decode(std::move(index_block)));
   FilterBytes filter;
   size_t filter_size = 0;
   if (footer.filter.size > 0) {
@@ -81,8 +83,8 @@ Result<std::shared_ptr<Table>> Table::Open(
 Table::Table(const TableOptions& options,
              std::unique_ptr<RandomAccessFile> file, uint64_t file_size,
              uint64_t cache_id, std::shared_ptr<const std::string> file_name,
-             Footer footer, std::shared_ptr<const Block> index,
-             FilterBytes filter, size_t filter_size)
+             Footer footer, TableIndex index, FilterBytes filter,
+             size_t filter_size)
     : options_(options),
       file_(std::move(file)),
       file_size_(file_size),
@@ -165,19 +167,14 @@ void Table::PrefetchFilter(const BloomKey& filter_key) const {
 }
 
 uint64_t Table::ApproximateOffsetOf(std::string_view key) const {
-  std::unique_ptr<Iterator> it = Block::NewIterator(index_);
-  it->Seek(key);
-  if (it->Valid()) {
-    IndexEntry entry;
-    if (entry.DecodeFrom(it->value())) return entry.handle.offset;
-  }
-  return file_size_;
+  const size_t i = index_.Find(key);
+  return i < index_.size() ? index_.entry(i).handle.offset : file_size_;
 }
 
 std::vector<std::string> Table::IndexKeys() const {
   std::vector<std::string> keys;
-  std::unique_ptr<Iterator> it = Block::NewIterator(index_);
-  for (it->SeekToFirst(); it->Valid(); it->Next()) keys.emplace_back(it->key());
+  keys.reserve(index_.size());
+  for (size_t i = 0; i < index_.size(); ++i) keys.emplace_back(index_.key(i));
   return keys;
 }
 
@@ -219,7 +216,7 @@ class Table::TwoLevelIterator final : public Iterator {
   TwoLevelIterator(std::shared_ptr<const Table> table, bool fill_cache)
       : table_(std::move(table)),
         fill_cache_(fill_cache),
-        index_iter_(Block::NewIterator(table_->index_)) {}
+        index_pos_(table_->index_.size()) {}
   ~TwoLevelIterator() override {
     if (!fill_cache_) DropPagesBefore(read_end_);
   }
@@ -235,15 +232,12 @@ class Table::TwoLevelIterator final : public Iterator {
     assert(Valid());
     return data_iter_->value();
   }
-  Status status() const override {
-    if (!status_.ok()) return status_;
-    return index_iter_->status();
-  }
+  Status status() const override { return status_; }
 
   void SeekToFirst() override {
     if (!status_.ok()) return;
     groups_stepped_ = 0;
-    index_iter_->SeekToFirst();
+    index_pos_ = 0;
     InitDataBlock(Move::kFirst);
     if (data_iter_ != nullptr) data_iter_->SeekToFirst();
     SkipEmptyDataBlocksForward();
@@ -251,7 +245,7 @@ class Table::TwoLevelIterator final : public Iterator {
 
   void Seek(std::string_view target) override {
     if (!status_.ok()) return;
-    index_iter_->Seek(target);
+    index_pos_ = table_->index_.Find(target);
     InitDataBlock(Move::kSeek);
     if (data_iter_ != nullptr) data_iter_->Seek(target);
     SkipEmptyDataBlocksForward();
@@ -266,23 +260,19 @@ class Table::TwoLevelIterator final : public Iterator {
  private:
   enum class Move { kFirst, kSeek, kNext };
 
-  // Points data_iter_ at the block the index iterator names (nullptr when
-  // the index iterator is exhausted or on error), after `move` moved the
-  // index iterator. Moving into another group is a scan's step.
+  // Points data_iter_ at the block index entry index_pos_ names (nullptr
+  // past the last entry or on error), after `move` moved index_pos_.
+  // Moving into another group is a scan's step.
   // CellCursor seeks past versions and columns as it scans, so a seek that
   // lands in the next group (skipping the rest of this one) counts as the
   // scan's step too, one within this group changes nothing, and any other
   // starts the count over.
   void InitDataBlock(Move move) {
-    if (!index_iter_->Valid()) {
+    if (index_pos_ >= table_->index_.size()) {
       data_iter_.reset();
       return;
     }
-    IndexEntry entry;
-    if (!entry.DecodeFrom(index_iter_->value())) {
-      Fail(Status::Corruption(table_->index_->context(), "bad block handle"));
-      return;
-    }
+    const IndexEntry& entry = table_->index_.entry(index_pos_);
     const BlockHandle& handle = entry.handle;
     const bool here = data_iter_ != nullptr && handle.offset == data_offset_;
     const bool same_group =
@@ -333,11 +323,11 @@ class Table::TwoLevelIterator final : public Iterator {
         Fail(data_iter_->status());
         return;
       }
-      if (!index_iter_->Valid()) {
+      if (index_pos_ >= table_->index_.size()) {
         data_iter_.reset();
         return;
       }
-      index_iter_->Next();
+      ++index_pos_;
       InitDataBlock(Move::kNext);
       if (data_iter_ != nullptr) data_iter_->SeekToFirst();
     }
@@ -361,7 +351,7 @@ class Table::TwoLevelIterator final : public Iterator {
 
   const std::shared_ptr<const Table> table_;
   const bool fill_cache_;
-  const std::unique_ptr<Iterator> index_iter_;
+  size_t index_pos_;  // The index entry of data_iter_'s block.
   std::unique_ptr<Iterator> data_iter_;  // Holds its block.
   uint64_t data_offset_ = 0;             // Of data_iter_'s block,
   uint64_t data_end_ = 0;                // and where the next one starts.

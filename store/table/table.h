@@ -1,9 +1,9 @@
 // Table: an open, immutable SSTable (format: store/doc/table_format.md).
 //
 // Open() reads and verifies the footer, the index block and the filter
-// block, and keeps them in memory; data blocks are read on demand through
-// the block cache, each verified against its checksum on every read from the
-// file.
+// block, and keeps the filter and the decoded index (TableIndex) in memory;
+// data blocks are read on demand through the block cache, each verified
+// against its checksum on every read from the file.
 //
 // References: a Table is held by std::shared_ptr: the TableCache holds one
 // while the table is cached, and every iterator from NewIterator() holds one,
@@ -27,6 +27,7 @@
 #include "store/table/block.h"
 #include "store/table/bloom_filter.h"
 #include "store/table/format.h"
+#include "store/table/table_index.h"
 #include "store/table/table_options.h"
 #include "store/util/iterator.h"
 
@@ -109,8 +110,7 @@ class Table : public std::enable_shared_from_this<Table> {
   Table(const TableOptions &options, std::unique_ptr<RandomAccessFile> file,
         uint64_t file_size, uint64_t cache_id,
         std::shared_ptr<const std::string> file_name, Footer footer,
-        std::shared_ptr<const Block> index, FilterBytes filter,
-        size_t filter_size);
+        TableIndex index, FilterBytes filter, size_t filter_size);
 
   BloomLayout filter_layout() const;
   std::string_view filter() const { return {filter_.get(), filter_size_}; }
@@ -144,7 +144,7 @@ class Table : public std::enable_shared_from_this<Table> {
   const uint64_t cache_id_;
   const std::shared_ptr<const std::string> file_name_;  // shared by blocks
   const Footer footer_;
-  const std::shared_ptr<const Block> index_;
+  const TableIndex index_;
   const FilterBytes filter_;  // nullptr: no filter.
   const size_t filter_size_;
 };

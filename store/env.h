@@ -117,6 +117,16 @@ class Env {
   // Opens for appending, creating when missing.
   virtual Result<std::unique_ptr<WritableFile>> NewAppendableFile(
       const std::string &path) = 0;
+  // Creates or truncates a commit log: appended to in small records, each
+  // of which must survive a crash of the process once Flush() returns.
+  // NewWritableFile unless an Env does better: the POSIX Env appends
+  // through a shared mapping of space it preallocates a MiB at a time, with
+  // no system call per record, so until Close() the file may end in zeros,
+  // which a log reader takes as a torn tail.
+  virtual Result<std::unique_ptr<WritableFile>> NewLogFile(
+      const std::string &path) {
+    return NewWritableFile(path);
+  }
 
   virtual bool FileExists(const std::string &path) = 0;
   // Names (not paths) of the entries of dir, without "." and "..".

@@ -108,7 +108,7 @@ Status DBImpl::FinishRecovery(const std::vector<uint64_t>& old_logs) {
     TABLETFS_RETURN_IF_ERROR(WriteNewManifest());
   }
   std::string path = FileName(new_log, ".log");
-  TABLETFS_ASSIGN_OR_RETURN(auto file, env_->NewWritableFile(path));
+  TABLETFS_ASSIGN_OR_RETURN(auto file, env_->NewLogFile(path));
   {
     MutexLock lg(&log_mu_);
     log_ = std::make_unique<LogWriter>(std::move(file));
@@ -150,7 +150,7 @@ void DBImpl::RollLogAfterFailure() {
   uint64_t number = next_file_number_++;
   newest_log_number_ = number;
   std::string path = FileName(number, ".log");
-  auto file = env_->NewWritableFile(path);
+  auto file = env_->NewLogFile(path);
   if (!file.ok()) {
     bg_error_ = file.status().WithContext("replacing a failed log");
     return;
@@ -201,7 +201,7 @@ Status DBImpl::SwitchLog() {
     number = next_file_number_++;
     newest_log_number_ = number;  // a spare made meanwhile is passed
     Result<std::unique_ptr<WritableFile>> made =
-        env_->NewWritableFile(FileName(number, ".log"));
+        env_->NewLogFile(FileName(number, ".log"));
     if (!made.ok()) return made.status().WithContext("new log");
     file = std::move(*made);
   }
@@ -523,7 +523,7 @@ void DBImpl::LogUpkeep() {
   const uint64_t number = next_file_number_++;
   const std::string path = FileName(number, ".log");
   mu_.Unlock();
-  Result<std::unique_ptr<WritableFile>> file = env_->NewWritableFile(path);
+  Result<std::unique_ptr<WritableFile>> file = env_->NewLogFile(path);
   Status s = file.status();
   if (s.ok()) s = env_->SyncDir(dir_);
   mu_.Lock();

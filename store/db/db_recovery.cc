@@ -28,6 +28,22 @@ bool ParseFileName(const std::string& name, uint64_t* number,
   return true;
 }
 
+// Whether the log at `path` holds any byte but zeros: a log written through
+// a mapping (Env::NewLogFile) is allocated ahead, so a log made and never
+// written (a spare, or the log a crash came just after) is zeros, not
+// empty. An unreadable log counts as written.
+bool LogHoldsBytes(Env* env, const std::string& path) {
+  Result<std::unique_ptr<SequentialFile>> file = env->NewSequentialFile(path);
+  if (!file.ok()) return true;
+  std::string scratch(64 << 10, '\0');
+  while (true) {
+    std::string_view got;
+    if (!(*file)->Read(scratch.size(), &got, scratch.data()).ok()) return true;
+    if (got.empty()) return false;
+    if (got.find_first_not_of('\0') != std::string_view::npos) return true;
+  }
+}
+
 }  // namespace
 
 Status DBImpl::RecoverManifest() {
@@ -366,8 +382,7 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
   // the old one's values).
   size_t newest = 0;
   for (size_t i = 0; i < logs.size(); ++i) {
-    Result<uint64_t> size = env_->GetFileSize(FileName(logs[i], ".log"));
-    if (!size.ok() || *size > 0) newest = i;
+    if (LogHoldsBytes(env_, FileName(logs[i], ".log"))) newest = i;
   }
   for (size_t log_index = 0; log_index < logs.size(); ++log_index) {
     const uint64_t number = logs[log_index];

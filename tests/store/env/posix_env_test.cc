@@ -8,11 +8,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "store/env.h"
+#include "store/wal/log_reader.h"
+#include "store/wal/log_writer.h"
 
 namespace tabletfs {
 namespace {
@@ -138,6 +142,119 @@ TEST_F(PosixEnvTest, WriteErrorsAreSticky) {
   EXPECT_EQ(WEXITSTATUS(wstatus), 0)
       << "13: the big append succeeded; 15/16/17: append/flush/sync after "
          "the failure succeeded; 19: bytes written after the failure";
+}
+
+// A log file (Env::NewLogFile) is appended through a mapping of space
+// allocated a MiB at a time: appends of every size, across chunk
+// boundaries, read back as written, and Close() cuts the allocated rest.
+TEST_F(PosixEnvTest, LogFilesReadBackAcrossChunksAndCloseCutsTheRest) {
+  auto file = env_->NewLogFile(Path("000001.log"));
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  std::string expected;
+  std::mt19937 rng(3);
+  // Small records, a piece larger than a whole chunk, and a piece ending
+  // exactly at a chunk boundary.
+  std::vector<size_t> sizes;
+  for (int i = 0; i < 3000; ++i) sizes.push_back(rng() % 700);
+  sizes.push_back((3u << 20) / 2);
+  const size_t so_far = std::accumulate(sizes.begin(), sizes.end(), size_t{0});
+  sizes.push_back((4u << 20) - so_far);
+  sizes.push_back(10);
+  for (size_t n : sizes) {
+    std::string piece(n, '\0');
+    for (char& c : piece) c = static_cast<char>('a' + rng() % 26);
+    ASSERT_TRUE((*file)->Append(piece).ok());
+    expected += piece;
+    ASSERT_EQ((*file)->Size(), expected.size());
+  }
+  ASSERT_TRUE((*file)->Flush().ok());
+  // Before Close: what was appended, then the zeros of the allocated rest.
+  std::string open = Read("000001.log");
+  ASSERT_GE(open.size(), expected.size());
+  EXPECT_EQ(open.substr(0, expected.size()), expected);
+  EXPECT_EQ(open.find_first_not_of('\0', expected.size()), std::string::npos);
+  ASSERT_TRUE((*file)->Sync().ok());
+  ASSERT_TRUE((*file)->Close().ok());
+  EXPECT_EQ(Read("000001.log"), expected);
+  EXPECT_FALSE((*file)->Append("x").ok());
+}
+
+// A process that dies without closing its log leaves records it flushed and
+// the zeros after them: a reader returns every record, then a torn tail.
+TEST_F(PosixEnvTest, ALogLeftOpenByADeadProcessReadsBackToItsLastRecord) {
+  const std::string path = Path("000002.log");
+  constexpr int kRecords = 5000;
+  auto record = [](int i) {
+    return std::to_string(i) + std::string(static_cast<size_t>(i % 400), 'r');
+  };
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto file = Env::Default()->NewLogFile(path);
+    if (!file.ok()) _exit(10);
+    LogWriter writer(std::move(*file));
+    for (int i = 0; i < kRecords; ++i) {
+      if (!writer.AddRecord(record(i)).ok() || !writer.Flush().ok()) _exit(11);
+    }
+    _exit(0);  // no Close: the mapping's pages are the file's
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFEXITED(wstatus));
+  ASSERT_EQ(WEXITSTATUS(wstatus), 0);
+  const std::string contents = Read("000002.log");
+  ASSERT_FALSE(contents.empty());
+  EXPECT_EQ(contents.back(), '\0') << "the allocated rest was not left";
+  auto source = env_->NewSequentialFile(path);
+  ASSERT_TRUE(source.ok());
+  LogReader reader(std::move(*source), path);
+  std::string got;
+  Status s;
+  int n = 0;
+  while (reader.ReadRecord(&got, &s)) {
+    ASSERT_EQ(got, record(n)) << "record " << n;
+    ++n;
+  }
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(n, kRecords);
+  EXPECT_TRUE(reader.torn_tail());
+}
+
+// A log that cannot get space fails the append that needs it, with an
+// error and no signal (a store into a mapping past the file's end would
+// raise SIGBUS), and stays failed. Short of a whole chunk it takes the
+// pages an append needs. In a child, as WriteErrorsAreSticky.
+TEST_F(PosixEnvTest, ALogShortOfSpaceFailsItsAppendAndStaysFailed) {
+  const std::string path = Path("000003.log");
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limited;
+    if (getrlimit(RLIMIT_FSIZE, &limited) != 0) _exit(10);
+    limited.rlim_cur = 100000;
+    if (setrlimit(RLIMIT_FSIZE, &limited) != 0) _exit(11);
+    auto file = Env::Default()->NewLogFile(path);
+    if (!file.ok()) _exit(12);
+    // A MiB is past the limit; the pages for 50,000 bytes are not.
+    if (!(*file)->Append(std::string(50000, 'a')).ok()) _exit(13);
+    if ((*file)->Append(std::string(60000, 'b')).ok()) _exit(14);
+    if ((*file)->Append("c").ok()) _exit(15);
+    if ((*file)->Flush().ok()) _exit(16);
+    if ((*file)->Sync().ok()) _exit(17);
+    (*file)->Close().IgnoreError();
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) _exit(18);
+    if (st.st_size != 50000) _exit(19);
+    _exit(0);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFEXITED(wstatus)) << "killed by signal " << WTERMSIG(wstatus);
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0)
+      << "13: the append within the limit failed; 14: the append past it "
+         "succeeded; 15/16/17: append/flush/sync after the failure "
+         "succeeded; 19: the file was not cut at what was appended";
 }
 
 TEST_F(PosixEnvTest, AppendableKeepsWritableTruncates) {

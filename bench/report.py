@@ -174,7 +174,7 @@ def store_section(rows, out):
         # Writes: last write vs idle, disk, RSS, write amplification.
         header = ["workload", "engine", "ops/s at last write", "ops/s at idle",
                   "s to last write", "s to idle", "disk (allocated)",
-                  "disk (apparent)", "peak RSS", "write amp (write(2) bytes)",
+                  "disk (apparent)", "peak RSS", "write amp (bytes dirtied)",
                   "write amp (engine)"]
         out.append("| " + " | ".join(header) + " |")
         out.append("|" + "---|" * len(header))
@@ -209,9 +209,10 @@ def store_section(rows, out):
         "Disk bytes are taken once the engine is idle, before closing: "
         "allocated (st_blocks) and apparent (st_size). RocksDB preallocates "
         "its log, so its allocated bytes are high on small sets. Write "
-        "amplification: bytes the process passed to write(2) "
-        "(/proc/self/io wchar) over user bytes (keys + values), the same "
-        "measure for all engines; and the engine's own figure where it "
+        "amplification: bytes of page-cache pages the process dirtied "
+        "(/proc/self/io write_bytes, page-granular, by write(2) or through a "
+        "mapping: tabletfs writes its commit log through one) over user "
+        "bytes (keys + values), the same measure for all engines; and the engine's own figure where it "
         "reports one (tabletfs: bytes_written_to_disk / bytes_written_by_user; "
         "RocksDB: (WAL + flush + compaction bytes) / user bytes; LevelDB "
         "reports no log bytes, so none). Reads that trigger compactions "

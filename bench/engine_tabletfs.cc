@@ -1,6 +1,8 @@
 // The tabletfs engine for the benchmark: each key is a row of table "bench"
 // with one cell f:v (see engine.h).
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -64,6 +66,15 @@ class TabletfsEngine : public Engine {
   Status Open(const std::string &dir, const EngineConfig &config) override {
     Options options;
     options.create_if_missing = true;
+    // TABLETFS_BENCH_LOG=1: the engine's log lines (flushes, compactions,
+    // splits) on stderr, to see what a run did.
+    if (const char *log = std::getenv("TABLETFS_BENCH_LOG");
+        log != nullptr && std::string_view(log) == "1") {
+      options.logger = [](LogLevel, std::string_view line) {
+        std::fprintf(stderr, "tabletfs: %.*s\n", static_cast<int>(line.size()),
+                     line.data());
+      };
+    }
     if (config.matched) {
       options.memtable_bytes = config.write_buffer_bytes;
       options.block_size = config.block_bytes;

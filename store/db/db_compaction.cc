@@ -347,7 +347,7 @@ bool DBImpl::PickCompaction(Compaction* c) {
   }
   if (best_tablet == nullptr) return false;
   if (best_level == -2) {
-    PickTabletCompaction(best_tablet, false, c);
+    PickTrimCompaction(best_tablet, c);
     return true;
   }
   const Version& v = *best_tablet->version;
@@ -387,6 +387,34 @@ bool DBImpl::PickCompaction(Compaction* c) {
     }
   }
   return true;
+}
+
+void DBImpl::PickTrimCompaction(std::shared_ptr<Tablet> t, Compaction* c) {
+  // Only the shared files: after a split of rows written in order, one
+  // file straddles the split row and the rest lie in one half each
+  // (rewriting every file of both halves read and wrote the whole tablet:
+  // docs/BENCHMARKS.md, twenty-first session). The output stays at the
+  // input's level: it is a part of the input's rows, so it overlaps
+  // nothing at levels >= 1 the input did not, and it is not the bottom,
+  // so deletion markers stay for what they may cover elsewhere.
+  const Version& v = *t->version;
+  for (int level = 0; level < Version::kNumLevels; ++level) {
+    for (const auto& f : v.levels[level]) {
+      if (RowPrefixView(f->smallest) < t->lo ||
+          RowPrefixView(f->largest) >= t->hi) {
+        c->inputs[0].push_back(f);
+      }
+    }
+    if (!c->inputs[0].empty()) {
+      c->level = level;
+      c->output_level = level;
+      break;
+    }
+  }
+  assert(!c->inputs[0].empty());
+  c->tablet = std::move(t);
+  c->trim = true;
+  c->bottom = false;
 }
 
 void DBImpl::PickTabletCompaction(std::shared_ptr<Tablet> t, bool manual,
@@ -535,7 +563,7 @@ Status DBImpl::RunCompaction(const Compaction& c) {
   ++stat_compactions_;
   // Advanced only when the compaction ran: PickCompaction is also asked
   // whether work is pending.
-  if (!c.manual && c.level >= 1) {
+  if (!c.manual && !c.trim && c.level >= 1) {
     c.tablet->compact_pointer[c.level] = c.inputs[0].front()->largest;
   }
   uint64_t output_bytes = 0;

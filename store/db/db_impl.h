@@ -488,6 +488,7 @@ class DBImpl final : public DB {
     std::vector<std::shared_ptr<const FileMeta>> inputs[2];
     bool bottom = false;
     bool manual = false;
+    bool trim = false;  // PickTrimCompaction's: output_level == level
   };
   void BackgroundLoop() EXCLUDES(mu_);
   // Clears a pause of background work and wakes it; returns bg_steps_.
@@ -551,6 +552,11 @@ class DBImpl final : public DB {
   bool PickCompaction(Compaction* c) REQUIRES(mu_);
   void PickTabletCompaction(std::shared_ptr<Tablet> t, bool manual,
                             Compaction* c) REQUIRES(mu_);
+  // The files of t's shallowest level holding any that a split left shared
+  // with a sibling (rows outside t's range), rewritten clipped to t's range
+  // into the same level. REQUIRES: t->foreign_files.
+  void PickTrimCompaction(std::shared_ptr<Tablet> t, Compaction* c)
+      REQUIRES(mu_);
   Status RunCompaction(const Compaction& c) REQUIRES(mu_);
   // Whether `c` may move its files down a level instead of rewriting them:
   // its inputs overlap nothing in the output level nor each other, a

@@ -726,6 +726,50 @@ TEST_F(TabletTest, SplitsWhileItsDataIsInTheMemtable) {
   CheckReadsAtBoundaries();
 }
 
+// After a split of rows written in order, only the file across the split
+// row is rewritten: every file wholly in one half keeps its number.
+TEST_F(TabletTest, ASplitRewritesOnlyTheFilesAcrossItsRow) {
+  db_.reset();
+  options_.tablet_split_bytes = 64 << 20;  // none while loading
+  Reopen();
+  for (int i = 0; i < 400; ++i) {
+    Put(Numbered("s", 10000 + i), 0, "q", Value("s", i, 200));
+  }
+  ASSERT_TRUE(db_->Flush().ok());
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  auto sst_files = [this] {
+    std::set<std::string> files;
+    auto children = env_.GetChildren("/db");
+    EXPECT_TRUE(children.ok());
+    if (!children.ok()) return files;
+    for (const std::string& name : *children) {
+      if (name.ends_with(".sst")) files.insert(name);
+    }
+    return files;
+  };
+  const std::set<std::string> before = sst_files();
+  ASSERT_GE(before.size(), 6u);
+  std::vector<TabletInfo> tablets = Tablets();
+  ASSERT_EQ(tablets.size(), 1u);
+  // One split: each half stays under the threshold.
+  db_.reset();
+  options_.tablet_split_bytes = tablets[0].bytes * 2 / 3;
+  Reopen();
+  Put(Numbered("s", 10400), 0, "q", Value("s", 400, 200));
+  ASSERT_TRUE(db_->WaitForIdle().ok());
+  ASSERT_EQ(Tablets().size(), 2u);
+  const std::set<std::string> after = sst_files();
+  std::vector<std::string> rewritten;
+  for (const std::string& name : before) {
+    if (!after.contains(name)) rewritten.push_back(name);
+  }
+  EXPECT_LE(rewritten.size(), 1u)
+      << rewritten.size() << " of " << before.size() << " files rewritten";
+  CheckTabletList(Tablets());
+  CheckReadsAtBoundaries();
+  EXPECT_EQ(Scan("", ""), OracleScan("", ""));
+}
+
 TEST_F(TabletTest, DroppedTableTabletsVanish) {
   for (int i = 0; i < 300; ++i) {
     Put(Numbered("d", 1000 + i), 0, "q", Value("d", i, 80));

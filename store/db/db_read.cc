@@ -136,7 +136,13 @@ Status DBImpl::PinReadState(std::string_view table, const ReadOptions& options,
 
 std::unique_ptr<Iterator> DBImpl::NewTabletIterator(const TabletView& view) {
   std::vector<std::unique_ptr<Iterator>> children;
-  for (const auto& m : view.mems) children.push_back(MemTable::NewIterator(m));
+  // An empty memtable holds nothing the view sees (as in StartPointCursor:
+  // every entry up to view_seq was added before PinReadState took mu_).
+  // Left out, a tablet whose data is all in one level is read through that
+  // level's iterator alone, with no merge above it.
+  for (const auto& m : view.mems) {
+    if (m->entries() > 0) children.push_back(MemTable::NewIterator(m));
+  }
   for (int level = 0; level < Version::kNumLevels; ++level) {
     const auto& files = view.version->levels[level];
     if (files.empty()) continue;

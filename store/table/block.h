@@ -53,6 +53,9 @@ class Block {
 
   // Bytes held (the cache's charge).
   size_t size() const { return contents_.size; }
+  // Restart points: the entries, in a block with a restart at every entry
+  // (an index block).
+  uint32_t num_restarts() const { return num_restarts_; }
   std::string context() const;
 
   // An iterator over the block that holds a reference to it, so it stays

@@ -12,6 +12,13 @@ Result<TableIndex> TableIndex::Decode(
     std::shared_ptr<const Block> index_block) {
   const std::string context = index_block->context();
   TableIndex index;
+  // An index block has a restart at every entry; its keys take less room
+  // than the block.
+  const size_t entries = index_block->num_restarts();
+  index.keys_.reserve(index_block->size());
+  index.key_ends_.reserve(entries);
+  index.entries_.reserve(entries);
+  index.words_.reserve(entries);
   std::unique_ptr<Iterator> it = Block::NewIterator(std::move(index_block));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     const std::string_view key = it->key();
@@ -38,7 +45,6 @@ Result<TableIndex> TableIndex::Decode(
         std::mismatch(first.begin(), first.end(), last.begin(), last.end());
     index.prefix_.assign(first.begin(), p);
   }
-  index.words_.reserve(index.size());
   for (size_t i = 0; i < index.size(); ++i) {
     index.words_.push_back(
         index.Word(index.key(i).substr(index.prefix_.size())));

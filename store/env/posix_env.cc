@@ -261,17 +261,84 @@ class PosixMmapRandomAccessFile final : public RandomAccessFile {
   const size_t size_;
 };
 
-// Errors are sticky: after a failed write(2) the file's tail is unknown
-// (part of the buffer may have reached it), and after a failed fdatasync(2)
-// Linux may already have dropped the dirty pages and marked them clean, so a
-// second fdatasync would report success for data that is gone (the
-// "fsyncgate" behaviour). Either way, a later Append/Flush/Sync that
-// succeeded would describe a file with a hole in it as durable. So the first
-// error is remembered and returned by every later call but Close().
-class PosixWritableFile final : public WritableFile {
+// What the POSIX Env's appendable files share: the descriptor, the sticky
+// error and the syncs.
+//
+// Errors are sticky: after a failed write(2) or allocation the file's tail
+// is unknown (part of the data may have reached it), and after a failed
+// fdatasync(2) Linux may already have dropped the dirty pages and marked
+// them clean, so a second fdatasync would report success for data that is
+// gone (the "fsyncgate" behaviour). Either way, a later Append/Flush/Sync
+// that succeeded would describe a file with a hole in it as durable. So the
+// first error is remembered and returned by every later call but Close().
+class PosixAppendFile : public WritableFile {
+ public:
+  Status Flush() final {
+    if (!fd_.valid()) return ClosedError("flush");
+    return HandOver();
+  }
+
+  Status Sync() final {
+    if (!fd_.valid()) return ClosedError("sync");
+    if (int err = flushed_sync_errno_.load(); err != 0) {
+      return Fail(PosixError("fdatasync", path_, err));
+    }
+    TABLETFS_RETURN_IF_ERROR(HandOver());
+    // fdatasync covers the data and the size; the directory entry of a new
+    // file is the caller's business (SyncDir).
+    if (int err = DataSync(); err != 0) {
+      return Fail(PosixError("fdatasync", path_, err));
+    }
+    return Status::OK();
+  }
+
+  // Touches only the descriptor (never the data or error_, which the
+  // appending thread owns) and the atomic that makes a failure sticky.
+  Status SyncFlushed() final {
+    if (!fd_.valid()) return ClosedError("sync");
+    if (int err = DataSync(); err != 0) {
+      flushed_sync_errno_.store(err);
+      return PosixError("fdatasync", path_, err);
+    }
+    return Status::OK();
+  }
+
+ protected:
+  PosixAppendFile(std::string path, ScopedFd fd)
+      : path_(std::move(path)), fd_(std::move(fd)) {}
+
+  // Hands every appended byte to the OS, or returns the sticky error.
+  virtual Status HandOver() = 0;
+
+  int DataSync() {
+    int r;
+    do {
+      r = ::fdatasync(fd_.get());
+    } while (r < 0 && errno == EINTR);
+    return r < 0 ? errno : 0;
+  }
+
+  Status Fail(Status s) {
+    if (error_.ok()) error_ = s;
+    return s;
+  }
+
+  Status ClosedError(std::string_view op) const {
+    return Status::IOError(std::string(op) + " " + path_, "file is closed");
+  }
+
+  const std::string path_;
+  ScopedFd fd_;
+  Status error_;  // Sticky: the first write, allocation or sync error.
+  // A failed SyncFlushed(), made sticky by the next Sync().
+  std::atomic<int> flushed_sync_errno_{0};
+};
+
+// A file appended to through a user-space buffer and write(2).
+class PosixWritableFile final : public PosixAppendFile {
  public:
   PosixWritableFile(std::string path, ScopedFd fd, uint64_t initial_size)
-      : path_(std::move(path)), fd_(std::move(fd)), size_(initial_size) {
+      : PosixAppendFile(std::move(path), std::move(fd)), size_(initial_size) {
     buffer_.reserve(kWritableBufferBytes);
   }
 
@@ -294,7 +361,7 @@ class PosixWritableFile final : public WritableFile {
     buffer_.append(data.substr(0, room));
     size_ += room;
     data.remove_prefix(room);
-    TABLETFS_RETURN_IF_ERROR(FlushBuffer());
+    TABLETFS_RETURN_IF_ERROR(HandOver());
     if (data.size() <= kWritableBufferBytes) {
       buffer_.append(data);
       size_ += data.size();
@@ -308,46 +375,9 @@ class PosixWritableFile final : public WritableFile {
     return Status::OK();
   }
 
-  Status Flush() override {
-    if (!fd_.valid()) return ClosedError("flush");
-    return FlushBuffer();
-  }
-
-  Status Sync() override {
-    if (!fd_.valid()) return ClosedError("sync");
-    if (int err = flushed_sync_errno_.load(); err != 0) {
-      return Fail(PosixError("fdatasync", path_, err));
-    }
-    TABLETFS_RETURN_IF_ERROR(FlushBuffer());
-    // fdatasync covers the data and the size; the directory entry of a new
-    // file is the caller's business (SyncDir).
-    int r;
-    do {
-      r = ::fdatasync(fd_.get());
-    } while (r < 0 && errno == EINTR);
-    if (r < 0) return Fail(PosixError("fdatasync", path_, errno));
-    return Status::OK();
-  }
-
-  // Touches only the descriptor (never the buffer or error_, which the
-  // appending thread owns) and the atomic that makes a failure sticky.
-  Status SyncFlushed() override {
-    if (!fd_.valid()) return ClosedError("sync");
-    int r;
-    do {
-      r = ::fdatasync(fd_.get());
-    } while (r < 0 && errno == EINTR);
-    if (r < 0) {
-      int err = errno;
-      flushed_sync_errno_.store(err);
-      return PosixError("fdatasync", path_, err);
-    }
-    return Status::OK();
-  }
-
   Status Close() override {
     if (!fd_.valid()) return Status::OK();
-    Status s = FlushBuffer();
+    Status s = HandOver();
     int fd = fd_.Release();
     if (::close(fd) < 0 && s.ok()) s = PosixError("close", path_, errno);
     return s;
@@ -358,7 +388,7 @@ class PosixWritableFile final : public WritableFile {
  private:
   // Writes the buffer out. Returns the sticky error, if any, without
   // writing: bytes after a hole must not reach the file.
-  Status FlushBuffer() {
+  Status HandOver() override {
     if (!error_.ok()) {
       buffer_.clear();
       return error_;
@@ -376,22 +406,8 @@ class PosixWritableFile final : public WritableFile {
     return Status::OK();
   }
 
-  Status Fail(Status s) {
-    if (error_.ok()) error_ = s;
-    return s;
-  }
-
-  Status ClosedError(std::string_view op) const {
-    return Status::IOError(std::string(op) + " " + path_, "file is closed");
-  }
-
-  const std::string path_;
-  ScopedFd fd_;
   std::string buffer_;
   uint64_t size_;
-  Status error_;  // Sticky: the first write or sync error.
-  // A failed SyncFlushed(), made sticky by the next Sync().
-  std::atomic<int> flushed_sync_errno_{0};
 };
 
 // A commit log appended through a shared mapping (Env::NewLogFile). An
@@ -405,8 +421,9 @@ class PosixWritableFile final : public WritableFile {
 // space the filesystem cannot provide, raises SIGBUS). Until Close() cuts
 // it, the file ends in the zeros of the allocated but unwritten rest of
 // its chunk, which the log reader takes as a torn tail
-// (store/doc/log_format.md).
-class PosixMappedLogFile final : public WritableFile {
+// (store/doc/log_format.md). fdatasync writes back the pages the mapping
+// dirtied as it does those write(2) dirtied.
+class PosixMappedLogFile final : public PosixAppendFile {
  public:
   static constexpr size_t kChunkBytes = 1 << 20;
   static constexpr size_t kPageBytes = 4096;
@@ -462,35 +479,6 @@ class PosixMappedLogFile final : public WritableFile {
     return Status::OK();
   }
 
-  // Appended bytes are in the page cache already.
-  Status Flush() override {
-    if (!fd_.valid()) return ClosedError("flush");
-    return error_;
-  }
-
-  Status Sync() override {
-    if (!fd_.valid()) return ClosedError("sync");
-    if (int err = flushed_sync_errno_.load(); err != 0) {
-      return Fail(PosixError("fdatasync", path_, err));
-    }
-    if (!error_.ok()) return error_;
-    if (int err = DataSync(); err != 0) {
-      return Fail(PosixError("fdatasync", path_, err));
-    }
-    return Status::OK();
-  }
-
-  // fdatasync writes back the pages the mapping dirtied as it does those
-  // write(2) dirtied. Touches only the descriptor.
-  Status SyncFlushed() override {
-    if (!fd_.valid()) return ClosedError("sync");
-    if (int err = DataSync(); err != 0) {
-      flushed_sync_errno_.store(err);
-      return PosixError("fdatasync", path_, err);
-    }
-    return Status::OK();
-  }
-
   // Unmaps and cuts the file at its appended size (not synced: when a
   // crash loses the cut, the zeros left read as a torn tail).
   Status Close() override {
@@ -509,7 +497,10 @@ class PosixMappedLogFile final : public WritableFile {
 
  private:
   PosixMappedLogFile(std::string path, ScopedFd fd)
-      : path_(std::move(path)), fd_(std::move(fd)) {}
+      : PosixAppendFile(std::move(path), std::move(fd)) {}
+
+  // Appended bytes are in the page cache already: nothing to hand over.
+  Status HandOver() override { return error_; }
 
   // Maps kChunkBytes of the file from `offset` in place of the chunk mapped
   // before (mapping past the file's end is allowed; touching it is not).
@@ -550,32 +541,10 @@ class PosixMappedLogFile final : public WritableFile {
     map_ = nullptr;
   }
 
-  int DataSync() {
-    int r;
-    do {
-      r = ::fdatasync(fd_.get());
-    } while (r < 0 && errno == EINTR);
-    return r < 0 ? errno : 0;
-  }
-
-  Status Fail(Status s) {
-    if (error_.ok()) error_ = s;
-    return s;
-  }
-
-  Status ClosedError(std::string_view op) const {
-    return Status::IOError(std::string(op) + " " + path_, "file is closed");
-  }
-
-  const std::string path_;
-  ScopedFd fd_;
   char* map_ = nullptr;  // kChunkBytes of the file from map_offset_
   uint64_t map_offset_ = 0;
   uint64_t allocated_ = 0;  // the file's size: allocated space
   uint64_t size_ = 0;       // bytes appended
-  Status error_;  // Sticky: the first allocation, mapping or sync error.
-  // A failed SyncFlushed(), made sticky by the next Sync().
-  std::atomic<int> flushed_sync_errno_{0};
 };
 
 // Paths locked by this process. flock(2) already refuses a second lock taken

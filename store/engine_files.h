@@ -61,10 +61,11 @@ struct LogFileRecord {
 
 // Calls `fn` for each intact record of the commit log at `path`, until it
 // returns false. *torn_tail_offset gets the offset after which a torn tail
-// was dropped, or -1 when the log ends cleanly (or reading stopped early).
+// was dropped, or -1 when the log ends cleanly (or reading stopped early);
+// *zero_tail whether that tail was all zeros (LogReader::zero_tail()).
 Status ForEachLogFileRecord(
     Env* env, const std::string& path, int64_t* torn_tail_offset,
-    const std::function<bool(const LogFileRecord&)>& fn);
+    bool* zero_tail, const std::function<bool(const LogFileRecord&)>& fn);
 
 }  // namespace tabletfs
 

@@ -56,8 +56,10 @@ Status DumpTable(const std::string& path, uint64_t limit, std::ostream& out) {
 Status DumpLog(const std::string& path, uint64_t limit, std::ostream& out) {
   uint64_t records = 0;
   int64_t torn_tail = -1;
+  bool zero_tail = false;
   TABLETFS_RETURN_IF_ERROR(ForEachLogFileRecord(
-      Env::Default(), path, &torn_tail, [&](const LogFileRecord& r) {
+      Env::Default(), path, &torn_tail, &zero_tail,
+      [&](const LogFileRecord& r) {
         ++records;
         out << "record " << records << " at offset " << r.offset << ": "
             << r.bytes.size() << " bytes " << Preview(r.bytes) << '\n';
@@ -65,7 +67,12 @@ Status DumpLog(const std::string& path, uint64_t limit, std::ostream& out) {
       }));
   out << records << (records == 1 ? " record" : " records") << " shown of "
       << path;
-  if (torn_tail >= 0) out << "; torn tail after offset " << torn_tail;
+  if (torn_tail >= 0) {
+    out << (zero_tail ? "; zeros after offset " : "; torn tail after offset ")
+        << torn_tail;
+    // A live log's allocated rest, or what a crash or power cut left.
+    if (zero_tail) out << " (space allocated ahead, or lost pages)";
+  }
   out << '\n';
   return Status::OK();
 }

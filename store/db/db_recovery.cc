@@ -425,6 +425,14 @@ Status DBImpl::RecoverLogs(std::vector<uint64_t>* old_logs) {
                                   "synced); replay ends at offset " +
                                   std::to_string(record_start));
       TABLETFS_RETURN_IF_ERROR(env_->TruncateFile(path, record_start));
+    } else if (reader.zero_tail()) {
+      // What a mapped log leaves when its process dies (Env::NewLogFile).
+      Log(LogLevel::kInfo,
+          "log " + path + ": zeros after offset " +
+              std::to_string(reader.LastRecordEndOffset()) +
+              " cut (space allocated ahead, or pages a power cut lost)");
+      TABLETFS_RETURN_IF_ERROR(
+          env_->TruncateFile(path, reader.LastRecordEndOffset()));
     } else if (reader.torn_tail()) {
       Log(LogLevel::kWarning, "log " + path +
                                   ": torn tail dropped after offset " +

@@ -71,8 +71,9 @@ Status ForEachTableFileEntry(
 
 Status ForEachLogFileRecord(
     Env* env, const std::string& path, int64_t* torn_tail_offset,
-    const std::function<bool(const LogFileRecord&)>& fn) {
+    bool* zero_tail, const std::function<bool(const LogFileRecord&)>& fn) {
   *torn_tail_offset = -1;
+  *zero_tail = false;
   TABLETFS_ASSIGN_OR_RETURN(auto file, env->NewSequentialFile(path));
   LogReader reader(std::move(file), path);
   std::string record;
@@ -85,6 +86,7 @@ Status ForEachLogFileRecord(
   TABLETFS_RETURN_IF_ERROR(status);
   if (reader.torn_tail()) {
     *torn_tail_offset = static_cast<int64_t>(reader.LastRecordEndOffset());
+    *zero_tail = reader.zero_tail();
   }
   return Status::OK();
 }

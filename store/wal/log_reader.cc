@@ -153,7 +153,9 @@ bool LogReader::FindLaterRecordStart(uint64_t* offset, Status* io_status) {
   // kFirst and the length fits, so it stays cheap on ordinary data.
   size_t from = pos_ + 1;
   bool walk = false;
+  rest_zero_ = AllZero(block_.substr(pos_));
   while (true) {
+    if (walk) rest_zero_ = rest_zero_ && AllZero(block_);
     size_t p = from;
     if (walk) {
       while (p + kLogHeaderSize <= block_.size()) {
@@ -201,6 +203,8 @@ bool LogReader::ReadRecord(std::string* record, Status* status) {
 
       case FragmentKind::kTruncated:
         torn_tail_ = true;
+        zero_tail_ = !in_record &&
+                     AllZero(block_.substr(fragment.offset - block_start_));
         return Finish(Status::OK(), status);
 
       case FragmentKind::kBad: {
@@ -217,6 +221,7 @@ bool LogReader::ReadRecord(std::string* record, Status* status) {
         }
         if (!io_status.ok()) return Finish(io_status, status);
         torn_tail_ = true;
+        zero_tail_ = !in_record && rest_zero_;
         return Finish(Status::OK(), status);
       }
 

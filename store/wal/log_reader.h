@@ -52,6 +52,10 @@ class LogReader {
   // LastRecordEndOffset() that did not form a complete record (block-trailer
   // padding does not count).
   bool torn_tail() const { return torn_tail_; }
+  // True with torn_tail() when every byte after LastRecordEndOffset() was
+  // zero: space a mapped log allocated ahead and no record reached
+  // (Env::NewLogFile), or pages a power cut lost before they were written.
+  bool zero_tail() const { return zero_tail_; }
 
  private:
   enum class FragmentKind {
@@ -93,6 +97,8 @@ class LogReader {
 
   uint64_t last_record_end_ = 0;
   bool torn_tail_ = false;
+  bool zero_tail_ = false;
+  bool rest_zero_ = false;  // FindLaterRecordStart: all it read was zeros
   bool done_ = false;
   Status final_status_;
 };

@@ -218,6 +218,7 @@ TEST_F(PosixEnvTest, ALogLeftOpenByADeadProcessReadsBackToItsLastRecord) {
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(n, kRecords);
   EXPECT_TRUE(reader.torn_tail());
+  EXPECT_TRUE(reader.zero_tail());
 }
 
 // A log that cannot get space fails the append that needs it, with an

@@ -100,6 +100,7 @@ struct ReadAll {
   Status status;
   uint64_t last_end = 0;
   bool torn = false;
+  bool zeros = false;  // zero_tail()
 };
 
 ReadAll ReadLog(std::string contents) {
@@ -113,6 +114,8 @@ ReadAll ReadLog(std::string contents) {
   }
   out.last_end = reader.LastRecordEndOffset();
   out.torn = reader.torn_tail();
+  out.zeros = reader.zero_tail();
+  EXPECT_TRUE(!out.zeros || out.torn);
   // Sticky end.
   Status again;
   EXPECT_FALSE(reader.ReadRecord(&record, &again));
@@ -441,8 +444,35 @@ TEST(LogTest, ZeroFilledTailIsTornTail) {
   ReadAll r = ReadLog(contents);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_TRUE(r.torn);
+  EXPECT_TRUE(r.zeros);
   EXPECT_EQ(r.records, (std::vector<std::string>{"a", "bb"}));
   EXPECT_EQ(r.last_end, log.contents().size());
+}
+
+// zero_tail() says the dropped bytes were all zeros (a mapped log's space
+// allocated ahead), not a record cut short or garbage.
+TEST(LogTest, OnlyAnAllZeroTailIsAZeroTail) {
+  LogFile log;
+  log.Add("a");
+  log.Add(std::string(100000, 'b'));  // spans blocks
+  const std::string whole = log.contents();
+  // A stub of zeros shorter than a header, at the end of the file.
+  ReadAll stub = ReadLog(whole + std::string(5, '\0'));
+  EXPECT_TRUE(stub.status.ok()) << stub.status.ToString();
+  EXPECT_TRUE(stub.zeros);
+  // Zeros, then one byte of garbage far on.
+  std::string garbage = whole + std::string(70000, '\0');
+  garbage[garbage.size() - 1] = 'x';
+  ReadAll g = ReadLog(garbage);
+  EXPECT_TRUE(g.torn);
+  EXPECT_FALSE(g.zeros);
+  // The first fragments of the long record, then zeros where its last
+  // fragment should be: a record cut short, not allocated space.
+  std::string cut = whole.substr(0, log.end(1) - 100) + std::string(100, '\0');
+  ReadAll c = ReadLog(cut + std::string(40000, '\0'));
+  EXPECT_TRUE(c.torn);
+  EXPECT_FALSE(c.zeros);
+  EXPECT_EQ(c.records, std::vector<std::string>{"a"});
 }
 
 TEST(LogTest, ZeroedRegionBeforeIntactRecordIsCorruption) {

@@ -413,7 +413,6 @@ void DBImpl::PickTrimCompaction(std::shared_ptr<Tablet> t, Compaction* c) {
   }
   assert(!c->inputs[0].empty());
   c->tablet = std::move(t);
-  c->trim = true;
   c->bottom = false;
 }
 
@@ -562,8 +561,9 @@ Status DBImpl::RunCompaction(const Compaction& c) {
   s = ApplyEdit(edit);
   ++stat_compactions_;
   // Advanced only when the compaction ran: PickCompaction is also asked
-  // whether work is pending.
-  if (!c.manual && !c.trim && c.level >= 1) {
+  // whether work is pending. A trim (the one compaction whose output stays
+  // at its level) is not a turn of the level's round robin.
+  if (!c.manual && c.output_level != c.level && c.level >= 1) {
     c.tablet->compact_pointer[c.level] = c.inputs[0].front()->largest;
   }
   uint64_t output_bytes = 0;

@@ -488,7 +488,6 @@ class DBImpl final : public DB {
     std::vector<std::shared_ptr<const FileMeta>> inputs[2];
     bool bottom = false;
     bool manual = false;
-    bool trim = false;  // PickTrimCompaction's: output_level == level
   };
   void BackgroundLoop() EXCLUDES(mu_);
   // Clears a pause of background work and wakes it; returns bg_steps_.

@@ -88,10 +88,4 @@ size_t TableIndex::Find(std::string_view target) const {
   return lo;
 }
 
-size_t TableIndex::memory_usage() const {
-  return keys_.capacity() + key_ends_.capacity() * sizeof(uint32_t) +
-         entries_.capacity() * sizeof(IndexEntry) + prefix_.capacity() +
-         words_.capacity() * sizeof(uint64_t);
-}
-
 }  // namespace tabletfs

@@ -46,9 +46,6 @@ class TableIndex {
   // The first entry whose key is >= target; size() when there is none.
   size_t Find(std::string_view target) const;
 
-  // Bytes held, for tests and memory accounting.
-  size_t memory_usage() const;
-
  private:
   uint64_t Word(std::string_view key_after_prefix) const;
 

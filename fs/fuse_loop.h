@@ -21,6 +21,12 @@
 // commit) holds up others for at most about `handoff_after`, and at most
 // `max_threads` requests are served at once.
 //
+// Transport: the device (/dev/fuse), or, if asked (io_uring), FUSE over
+// io_uring when the kernel offers it (fs/fuse_ring.h): then each CPU has a
+// queue served by its own pool, the same scheme with threads bound to that CPU
+// and no spinning (the caller waits on the same CPU), and the device carries
+// FORGET and INTERRUPT only.
+//
 // Shutdown: the loop ends when the session exits (unmount: the device
 // read fails with ENODEV; or libfuse's signal handlers, which the calling
 // thread receives: the pool's threads block SIGINT, SIGTERM and SIGHUP).
@@ -43,6 +49,12 @@ struct FuseLoopOptions {
   // A request served longer than this by the reader passes the reader's
   // role to another thread.
   std::chrono::microseconds handoff_after{1000};
+  // Take requests over io_uring when the kernel offers it (its fuse
+  // module's enable_uring parameter is Y); max_threads entries a CPU. Off
+  // by default: on a 2-vCPU VM it halves the daemon's CPU but makes the
+  // cached `cat` of a tree slower (docs/BENCHMARKS.md, twenty-second
+  // session).
+  bool io_uring = false;
 };
 
 // Serves `session` until it exits. Returns 0 or an errno.

@@ -74,6 +74,7 @@ class Session::Impl {
     } else {
       FuseLoopOptions loop;
       loop.spin = options_.spin;
+      loop.io_uring = options_.io_uring;
       return RunFuseLoop(session_, loop);
     }
     return rc < 0 ? -rc : 0;

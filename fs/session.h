@@ -42,6 +42,8 @@ struct SessionOptions {
   // How long the thread reading requests spins before it sleeps
   // (FuseLoopOptions::spin); not used with single_threaded.
   std::chrono::microseconds spin{50};
+  // FUSE over io_uring where the kernel offers it (FuseLoopOptions).
+  bool io_uring = false;
   // Kernel cache lifetimes of names and attributes, seconds (0 for `@T`
   // names whatever these say).
   double entry_timeout = 1.0;

@@ -13,7 +13,7 @@ set -euo pipefail
 
 build_packages=(
   build-essential cmake ninja-build pkg-config ccache
-  libfuse3-dev fuse3 liblz4-dev libxxhash-dev libgtest-dev libgmock-dev
+  libfuse3-dev fuse3 liburing-dev liblz4-dev libxxhash-dev libgtest-dev libgmock-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libre2-dev
 )

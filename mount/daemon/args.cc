@@ -92,6 +92,10 @@ bool ParseOption(const std::string& opt, DaemonArgs* out, std::string* error) {
     out->spin_us = static_cast<uint32_t>(v);
     return true;
   }
+  if (key == "uring" && eq == std::string::npos) {
+    out->io_uring = true;
+    return true;
+  }
   if (key == "auto_families" && eq == std::string::npos) {
     out->auto_families = true;
     return true;
@@ -304,9 +308,12 @@ bool ParseArgs(int argc, const char* const* argv, DaemonArgs* out,
 std::string Usage(const std::string& program) {
   return "usage: " + program +
          " [options] DATADIR MOUNTPOINT\n"
-         "       " + program +
+         "       " +
+         program +
          " [options] bigtable://PROJECT/INSTANCE MOUNTPOINT\n"
-         "       " + program + " [options] --serve DATADIR\n"
+         "       " +
+         program +
+         " [options] --serve DATADIR\n"
          "\n"
          "Mounts the tabletfs store in DATADIR (created when missing) at\n"
          "MOUNTPOINT. Unmount with: fusermount3 -u MOUNTPOINT\n"
@@ -330,33 +337,46 @@ std::string Usage(const std::string& program) {
          "        attr_timeout=SECONDS   kernel cache of attributes (default "
          "1)\n"
          "        memtable_bytes=N       memtable budget (a flush at half)\n"
-         "        block_cache_bytes=N    decoded blocks kept in memory (default\n"
+         "        block_cache_bytes=N    decoded blocks kept in memory "
+         "(default\n"
          "                               8 MiB; more pays when the data read\n"
          "                               again fits)\n"
          "        tablet_split_bytes=N   tablet size before a split\n"
          "        max_value_bytes=N      largest value, default 64 MiB (EFBIG\n"
          "                               beyond)\n"
-         "        space_reserve_bytes=N  writes fail with ENOSPC below this free\n"
+         "        space_reserve_bytes=N  writes fail with ENOSPC below this "
+         "free\n"
          "                               space (default 1/32 of the disk, at\n"
          "                               most 64 MiB)\n"
-         "        change_history_bytes=N flushed log kept for .changes/TABLE@T\n"
+         "        change_history_bytes=N flushed log kept for "
+         ".changes/TABLE@T\n"
          "                               (default 64 MiB)\n"
-         "        commit=SECONDS         closed files survive a power cut after\n"
+         "        commit=SECONDS         closed files survive a power cut "
+         "after\n"
          "                               this long (default 5; 0: only fsync)\n"
          "        auto_families          mkdir of a family not in the schema\n"
          "                               creates it (default settings)\n"
          "        spin_us=N              the thread reading requests waits N\n"
          "                               microseconds for the next before it\n"
-         "                               sleeps (default 50; 0: sleeps at once)\n"
-         "        store=engine|memory    engine (default): the store in DATADIR;\n"
+         "                               sleeps (default 50; 0: sleeps at "
+         "once)\n"
+         "        uring                  requests over io_uring where the "
+         "kernel\n"
+         "                               offers it (its fuse module's\n"
+         "                               enable_uring is Y): a queue a CPU,\n"
+         "                               no spinning, half the daemon's CPU\n"
+         "        store=engine|memory    engine (default): the store in "
+         "DATADIR;\n"
          "                               memory: a scratch store in memory,\n"
          "                               empty at mount, gone at unmount\n"
          "                               (DATADIR then holds only mount.pid;\n"
-         "                               no memtable_bytes, block_cache_bytes,\n"
+         "                               no memtable_bytes, "
+         "block_cache_bytes,\n"
          "                               tablet_split_bytes,\n"
          "                               space_reserve_bytes,\n"
          "                               change_history_bytes or commit)\n"
-         "        bigtable_api=HOST:PORT the Bigtable API on TCP too; an address\n"
+         "        bigtable_api=HOST:PORT the Bigtable API on TCP too; an "
+         "address\n"
          "                               other than loopback needs the next\n"
          "                               three (docs/API.md)\n"
          "        bigtable_api_tls_cert=FILE, bigtable_api_tls_key=FILE  PEM\n"

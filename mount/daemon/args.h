@@ -14,7 +14,7 @@
 //                    tablet_split_bytes=N,
 //                    max_value_bytes=N, space_reserve_bytes=N,
 //                    change_history_bytes=N,
-//                    commit=SECONDS, auto_families, spin_us=N,
+//                    commit=SECONDS, auto_families, spin_us=N, uring,
 //                    store=engine|memory, bigtable_api=HOST:PORT,
 //                    bigtable_api_tls_cert=, bigtable_api_tls_key=,
 //                    bigtable_api_token_file=;
@@ -79,6 +79,9 @@ struct DaemonArgs {
   // How long the thread reading FUSE requests spins for the next one
   // before it sleeps (fs/fuse_loop.h); 0: it sleeps at once.
   uint32_t spin_us = 50;
+  // -o uring: requests over io_uring where the kernel offers it
+  // (fs/fuse_ring.h); else through /dev/fuse.
+  bool io_uring = false;
   std::optional<uint64_t> memtable_bytes;
   std::optional<uint64_t> block_cache_bytes;
   std::optional<uint64_t> tablet_split_bytes;

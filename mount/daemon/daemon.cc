@@ -285,6 +285,7 @@ int Serve(const DaemonArgs& args, const std::string& datadir,
   so.debug = args.debug;
   so.single_threaded = args.single_threaded;
   so.spin = std::chrono::microseconds(args.spin_us);
+  so.io_uring = args.io_uring;
   so.entry_timeout = args.entry_timeout;
   so.attr_timeout = args.attr_timeout;
   so.max_value_bytes = opened.max_value_bytes;

@@ -5,6 +5,7 @@
 #   bench/fs_bench.sh --bin-dir DIR --work DIR --out FILE [--quick]
 #                     [--dirs N] [--files N] [--ll-dirs N] [--big-mib N]
 #                     [--stat-seconds S] [--drop-caches]
+#                     [--tabletfs-options OPTS]
 #
 # Targets, each holding DIRS x FILES files of 1-200 bytes as
 # ROOT/rowNNN/f/fileNN (tabletfs: TABLE/ROW/FAMILY/QUALIFIER):
@@ -28,10 +29,13 @@
 # {"target":..., "missing": "why"} instead, and the script goes on.
 # --drop-caches writes 3 to /proc/sys/vm/drop_caches before each cold pass
 # (root only); without it the "cold" pass is whatever the page cache holds.
+# --tabletfs-options OPTS are added to every tabletfs mount (-o OPTS; e.g.
+# uring, with the fuse module's enable_uring set to Y).
 set -euo pipefail
 
 bin_dir="" work="" out=""
 dirs=1000 files=100 ll_dirs=100 big_mib=64 stat_seconds=2 drop_caches=0
+tabletfs_options=""
 op_timeout=1800  # seconds for any one timed step: a hung mount ends the step
 while (($#)); do
   case "$1" in
@@ -46,6 +50,7 @@ while (($#)); do
     --big-mib) big_mib=$2; shift 2 ;;
     --stat-seconds) stat_seconds=$2; shift 2 ;;
     --drop-caches) drop_caches=1; shift ;;
+    --tabletfs-options) tabletfs_options=$2; shift 2 ;;
     *) echo "fs_bench.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -209,6 +214,7 @@ tabletfs_mount() {  # DATA MNT [OPTIONS]
   local data=$1 mnt=$2 opts=${3:-} i
   local args=("$data" "$mnt")
   if [[ -n "$opts" ]]; then args+=(-o "$opts"); fi
+  if [[ -n "$tabletfs_options" ]]; then args+=(-o "$tabletfs_options"); fi
   mounted+=("$mnt")
   for ((i = 0; i < 25; i++)); do
     if "$bin_dir/tabletfs" "${args[@]}" 2>>"$work/tabletfs.log"; then
@@ -227,7 +233,7 @@ tabletfs_table() {
 }
 
 : >"$out"
-emit "{\"config\":{\"dirs\":$dirs,\"files\":$files,\"ll_dirs\":$ll_dirs,\"big_mib\":$big_mib,\"stat_seconds\":$stat_seconds,\"drop_caches\":$drop_caches}}"
+emit "{\"config\":{\"dirs\":$dirs,\"files\":$files,\"ll_dirs\":$ll_dirs,\"big_mib\":$big_mib,\"stat_seconds\":$stat_seconds,\"drop_caches\":$drop_caches,\"tabletfs_options\":\"$tabletfs_options\"}}"
 
 # ---- native ----------------------------------------------------------------
 run_native() {  # TARGET NDIRS

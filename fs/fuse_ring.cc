@@ -75,7 +75,7 @@ struct Entry {
   size_t payload_size = 0;
   iovec iov[2]{};
   std::atomic<uint64_t> commit_id{0};
-  uint32_t last_cmd = kCmdRegister;
+  uint32_t last_cmd = kCmdRegister;  // under the queue's sq_mu_
 };
 
 // The entry the calling thread serves: its reply goes to the ring.
@@ -298,6 +298,7 @@ int Queue::TryTake(RequestSlot* slot) {
     // kernel keeps to the device) or one entry is lost.
     Log(LogLevel::kWarning, "fuse: ring queue " + std::to_string(qid_) +
                                 " command failed: " + strerror(-res));
+    MutexLock l(&sq_mu_);
     return e->last_cmd == kCmdRegister ? -ECANCELED : -EAGAIN;
   }
   e->commit_id.store(e->header->ring_ent_in_out.commit_id,

@@ -100,6 +100,7 @@ Status DBImpl::FinishRecovery(const std::vector<uint64_t>& old_logs) {
     for (const auto& [id, t] : tablets_) {
       t->mem = std::make_shared<MemTable>();
       t->mem_first_log = kNoLog;
+      t->RefreshView();
     }
     if (!edit.added_files.empty()) ++stat_flushes_;
   }
@@ -258,6 +259,7 @@ void DBImpl::FreezeTablet(Tablet* t, bool wake) {
   t->imm.push_back(t->FrozenMem(++freeze_order_));
   freezes_.fetch_add(1, std::memory_order_relaxed);
   t->mem = std::make_shared<MemTable>();
+  t->RefreshView();
   ++tablet_generation_;
   t->mem_first_log = kNoLog;
   bg_paused_ = false;
@@ -925,6 +927,7 @@ Status DBImpl::FlushImmutable(std::shared_ptr<Tablet> t) {
   }
   s = ApplyEdit(edit);
   std::erase_if(t->imm, [&](const Immutable& i) { return i.mem == imm.mem; });
+  t->RefreshView();
   ++stat_flushes_;
   Log(LogLevel::kDebug, "flushed a memtable of tablet " + std::to_string(id) +
                             " into " + std::to_string(edit.added_files.size()) +

@@ -180,10 +180,10 @@ class DBImpl final : public DB {
   // tablets that cover the rows read, in row order.
   struct ReadState {
     std::shared_ptr<const TableState> table;
-    std::vector<TabletView> tablets;
+    std::vector<std::shared_ptr<const TabletView>> tablets;
     uint64_t view_seq = 0;
     uint64_t epoch_view = kMaxSequence;
-    // Lets go of the table, memtables and files, keeping the vectors'
+    // Lets go of the table and the tablets' views, keeping the vector's
     // capacity for the thread's next point read.
     void Unpin();
   };

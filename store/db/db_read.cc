@@ -71,10 +71,7 @@ class DBImpl::ScannerImpl final : public Scanner {
 
 void DBImpl::ReadState::Unpin() {
   table.reset();
-  for (TabletView& v : tablets) {
-    v.mems.clear();
-    v.version.reset();
-  }
+  for (auto& v : tablets) v.reset();
 }
 
 Status DBImpl::PinReadState(std::string_view table, const ReadOptions& options,
@@ -106,16 +103,7 @@ Status DBImpl::PinReadState(std::string_view table, const ReadOptions& options,
   size_t pinned = 0;
   auto pin = [&state, &pinned](const Tablet& t) {
     if (pinned == state.tablets.size()) state.tablets.emplace_back();
-    TabletView& v = state.tablets[pinned++];
-    v.lo = t.lo;
-    v.hi = t.hi;
-    v.mems.clear();
-    v.mems.reserve(t.imm.size() + 1);
-    v.mems.push_back(t.mem);
-    for (auto imm = t.imm.rbegin(); imm != t.imm.rend(); ++imm) {
-      v.mems.push_back(imm->mem);
-    }
-    v.version = t.version;
+    state.tablets[pinned++] = t.view;
   };
   if (one_row) {
     pin(*FindTablet(id, lo));
@@ -176,9 +164,9 @@ std::unique_ptr<CellCursor> DBImpl::NewCursor(const ReadState& state,
   // Tablets in row order, each clipped to its range: the scan crosses
   // their boundaries in order and opens a tablet only when it gets there.
   std::vector<IteratorSegment> segments;
-  for (const TabletView& view : state.tablets) {
-    segments.push_back(
-        {view.lo, view.hi, [this, view] { return NewTabletIterator(view); }});
+  for (const std::shared_ptr<const TabletView>& view : state.tablets) {
+    segments.push_back({view->lo, view->hi,
+                        [this, view] { return NewTabletIterator(*view); }});
   }
   CursorOptions co;
   co.view_seq = state.view_seq;
@@ -345,7 +333,7 @@ bool DBImpl::StartPointCursor(const ReadState& state,
                               bool use_filter, CellCursor* cursor) {
   stat_point_reads_.fetch_add(1, std::memory_order_relaxed);
   // The row lies in one tablet (PinReadState with one_row).
-  const TabletView& view = state.tablets.front();
+  const TabletView& view = *state.tablets.front();
   std::vector<std::unique_ptr<Iterator>> children;
   children.reserve(view.mems.size() + 4);
   // An empty memtable holds nothing of the row. (Its count is read after

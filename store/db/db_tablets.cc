@@ -44,6 +44,7 @@ std::shared_ptr<Tablet> DBImpl::NewTablet(uint32_t table_id, uint32_t id,
   t->SetRange(std::move(start_row), std::move(end_row));
   t->mem = std::make_shared<MemTable>();
   t->version = std::make_shared<Version>();
+  t->RefreshView();
   return t;
 }
 
@@ -83,6 +84,7 @@ Tablet* DBImpl::FindTablet(uint32_t table_id, std::string_view key) {
 void DBImpl::SetVersion(Tablet* t, std::shared_ptr<const Version> v) {
   t->version = std::move(v);
   t->foreign_files = t->HasForeignFiles();
+  t->RefreshView();
 }
 
 std::shared_ptr<const FileMeta> DBImpl::GetLiveFile(const FileMeta& meta) {

@@ -36,6 +36,17 @@ uint64_t ReadCompactionThreshold(const Version& v) {
   return std::max<uint64_t>(1000, bytes / (16 << 10));
 }
 
+void Tablet::RefreshView() {
+  auto v = std::make_shared<TabletView>();
+  v->lo = lo;
+  v->hi = hi;
+  v->mems.reserve(imm.size() + 1);
+  v->mems.push_back(mem);
+  for (auto i = imm.rbegin(); i != imm.rend(); ++i) v->mems.push_back(i->mem);
+  v->version = version;
+  view = std::move(v);
+}
+
 uint64_t Tablet::OldestLog() const {
   uint64_t oldest = mem_first_log;
   for (const Immutable& i : imm) oldest = std::min(oldest, i.first_log);

@@ -9,8 +9,8 @@
 // clipped to its own range, until flushes and compactions rewrite them.
 //
 // Thread safety: every mutable field is guarded by the engine's mutex
-// (DBImpl::mu_). Readers pin a TabletView (immutable) under that mutex and
-// use it without it.
+// (DBImpl::mu_). Readers pin the tablet's TabletView (immutable) under that
+// mutex and use it without it.
 #ifndef TABLETFS_STORE_DB_TABLET_H_
 #define TABLETFS_STORE_DB_TABLET_H_
 
@@ -66,6 +66,17 @@ struct Immutable {
 
 inline constexpr uint64_t kNoLog = std::numeric_limits<uint64_t>::max();
 
+// What a read of one tablet pins under the engine's mutex: its bounds,
+// memtables and version as one immutable object, so that a read takes one
+// reference, not one per memtable and version (docs/BENCHMARKS.md,
+// twenty-second session).
+struct TabletView {
+  std::string lo;
+  std::string hi;
+  std::vector<std::shared_ptr<MemTable>> mems;  // newest first
+  std::shared_ptr<const Version> version;
+};
+
 struct Tablet {
   uint32_t id = 0;
   uint32_t table_id = 0;
@@ -82,6 +93,10 @@ struct Tablet {
   uint64_t mem_first_seq = 0;       // as Immutable::first_seq, when not empty
   std::vector<Immutable> imm;       // oldest first
   std::shared_ptr<const Version> version;
+  // lo, hi, mem, imm and version for readers; RefreshView() rebuilds it,
+  // and the engine calls it wherever it changes one of them (NewTablet,
+  // SetVersion, a freeze, a flush's end, a log switch).
+  std::shared_ptr<const TabletView> view;
   // As last recorded in the manifest: logs below it hold nothing unflushed
   // of this tablet, and its entries with sequences up to flushed_seq are
   // all in its SSTables (a flush does not switch the log, which other
@@ -97,6 +112,7 @@ struct Tablet {
 
   // Sets start/end rows and the encoded bounds.
   void SetRange(std::string start, std::string end);
+  void RefreshView();
   // Whether internal key (or row prefix) `key` lies in the range.
   bool Contains(std::string_view key) const { return key >= lo && key < hi; }
   // The oldest log holding an unflushed entry of this tablet (kNoLog: none).
@@ -124,14 +140,6 @@ struct Tablet {
 // The encoded bounds of a table's whole row space.
 std::string TableLowKey(uint32_t table_id);
 std::string TableHighKey(uint32_t table_id);
-
-// What a read of one tablet pins under the engine's mutex.
-struct TabletView {
-  std::string lo;
-  std::string hi;
-  std::vector<std::shared_ptr<MemTable>> mems;  // newest first
-  std::shared_ptr<const Version> version;
-};
 
 // An iterator over consecutive disjoint key ranges [lo, hi), in order, each
 // read through an iterator made by `open` on first use and clipped to its

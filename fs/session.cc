@@ -12,6 +12,7 @@
 #include "fs/filesystem.h"
 #include "fs/fuse_loop.h"
 #include "fs/fuse_ops.h"
+#include "fs/log.h"
 
 namespace tabletfs::fs {
 
@@ -70,6 +71,11 @@ class Session::Impl {
   int Loop() {
     int rc;
     if (options_.single_threaded) {
+      if (options_.io_uring) {
+        Log(LogLevel::kWarning,
+            "fuse: -s serves requests through /dev/fuse: -o uring is not "
+            "used");
+      }
       rc = fuse_session_loop(session_);
     } else {
       FuseLoopOptions loop;

@@ -101,8 +101,8 @@ class FuseRing::Impl {
   ssize_t Writev(int fd, iovec* iov, int count);
   bool active() const { return active_.load(std::memory_order_relaxed); }
   void MarkActive() {
-    if (!active_.load(std::memory_order_relaxed)) {
-      active_.store(true, std::memory_order_relaxed);
+    if (!active_.load(std::memory_order_relaxed) &&
+        !active_.exchange(true, std::memory_order_relaxed)) {
       Log(LogLevel::kInfo, "fuse: requests come over io_uring");
     }
   }
@@ -464,10 +464,10 @@ ssize_t FuseRing::Impl::Read(int fd, void* buf, size_t len) {
 }
 
 ssize_t FuseRing::Impl::Writev(int fd, iovec* iov, int count) {
+  fuse_out_header out;
+  memcpy(&out, iov[0].iov_base, sizeof out);
   if (queues_ready_.load(std::memory_order_acquire)) {
     // A reply from another thread than the one that took the request.
-    fuse_out_header out;
-    memcpy(&out, iov[0].iov_base, sizeof out);
     if (out.unique != 0) {
       if (Entry* e = FindEntry(out.unique)) {
         return e->queue->Commit(e, iov, count);
@@ -475,8 +475,6 @@ ssize_t FuseRing::Impl::Writev(int fd, iovec* iov, int count) {
     }
     return writev(fd, iov, count);
   }
-  fuse_out_header out;
-  memcpy(&out, iov[0].iov_base, sizeof out);
   bool init_reply = false;
   {
     MutexLock l(&mu_);

@@ -141,23 +141,22 @@ class TabletfsEngine : public Engine {
       if (!files.empty()) files += ',';
       files += std::to_string(level.files);
     }
-    report.detail = "files_per_level=" + (files.empty() ? "-" : files) +
-                    ";flushes=" + std::to_string(stats.flushes) +
-                    ";compactions=" + std::to_string(stats.compactions) +
-                    ";stalls=" + std::to_string(stats.write_stalls) +
-                    ";delays=" + std::to_string(stats.write_delays) +
-                    ";point_reads=" + std::to_string(stats.point_reads) +
-                    ";bloom_useful=" + std::to_string(stats.bloom_useful) +
-                    ";table_block_reads=" +
-                    std::to_string(stats.table_block_reads) +
-                    ";table_read_bytes=" +
-                    std::to_string(stats.table_read_bytes) +
-                    ";cache_hits=" + std::to_string(stats.block_cache_hits) +
-                    ";cache_misses=" +
-                    std::to_string(stats.block_cache_misses) +
-                    ";commit_syncs=" + std::to_string(stats.commit_syncs) +
-                    ";commit_sync_ms=" +
-                    std::to_string(stats.commit_sync_micros / 1000);
+    report.detail =
+        "files_per_level=" + (files.empty() ? "-" : files) +
+        ";flushes=" + std::to_string(stats.flushes) +
+        ";compactions=" + std::to_string(stats.compactions) +
+        ";stalls=" + std::to_string(stats.write_stalls) +
+        ";delays=" + std::to_string(stats.write_delays) +
+        ";point_reads=" + std::to_string(stats.point_reads) +
+        ";bloom_useful=" + std::to_string(stats.bloom_useful) +
+        ";memtable_filter_useful=" +
+        std::to_string(stats.memtable_filter_useful) +
+        ";table_block_reads=" + std::to_string(stats.table_block_reads) +
+        ";table_read_bytes=" + std::to_string(stats.table_read_bytes) +
+        ";cache_hits=" + std::to_string(stats.block_cache_hits) +
+        ";cache_misses=" + std::to_string(stats.block_cache_misses) +
+        ";commit_syncs=" + std::to_string(stats.commit_syncs) +
+        ";commit_sync_ms=" + std::to_string(stats.commit_sync_micros / 1000);
     return report;
   }
 

@@ -48,6 +48,7 @@ std::string DbStats::ToString() const {
                              static_cast<double>(lookups))
       << "\n";
   out << "bloom_useful " << bloom_useful << "\n";
+  out << "memtable_filter_useful " << memtable_filter_useful << "\n";
   out << "point_reads " << point_reads << "\n";
   out << "scans " << scans << "\n";
   out << "table_block_reads " << table_block_reads << "\n";

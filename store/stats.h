@@ -51,6 +51,9 @@ struct DbStats {
   uint64_t block_cache_hits = 0;
   uint64_t block_cache_misses = 0;
   uint64_t bloom_useful = 0;  // lookups a filter answered
+  // Point reads that skipped a memtable its row filter said did not hold
+  // the row (MemTable::MayHoldRow).
+  uint64_t memtable_filter_useful = 0;
   // Reads since open: point reads (ReadRow, ReadCell and the reads inside
   // Append, Increment, CheckAndMutate), scanners opened, and the data
   // blocks readers fetched from table files (block-cache misses that went

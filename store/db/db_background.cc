@@ -1079,6 +1079,8 @@ DbStats DBImpl::GetStats() {
   s.block_cache_hits = block_cache_->hits();
   s.block_cache_misses = block_cache_->misses();
   s.bloom_useful = stat_bloom_useful_.load(std::memory_order_relaxed);
+  s.memtable_filter_useful =
+      stat_memtable_filter_useful_.load(std::memory_order_relaxed);
   s.point_reads = stat_point_reads_.load(std::memory_order_relaxed);
   s.scans = stat_scans_.load(std::memory_order_relaxed);
   s.table_block_reads =

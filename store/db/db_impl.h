@@ -648,6 +648,7 @@ class DBImpl final : public DB {
   std::unique_ptr<BlockCache> block_cache_;
   std::unique_ptr<TableCache> table_cache_;
   std::atomic<uint64_t> stat_bloom_useful_{0};
+  std::atomic<uint64_t> stat_memtable_filter_useful_{0};
   std::atomic<uint64_t> stat_point_reads_{0};
   std::atomic<uint64_t> stat_scans_{0};
   std::atomic<uint64_t> stat_value_reads_{0};

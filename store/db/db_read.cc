@@ -336,11 +336,23 @@ bool DBImpl::StartPointCursor(const ReadState& state,
   const TabletView& view = *state.tablets.front();
   std::vector<std::unique_ptr<Iterator>> children;
   children.reserve(view.mems.size() + 4);
-  // An empty memtable holds nothing of the row. (Its count is read after
-  // PinReadState took mu_, which every write to it up to view_seq
-  // released after adding its entries.)
+  // An empty memtable holds nothing of the row, and one whose filter has
+  // not seen the row holds none of its entries either. (The count and the
+  // filter are read after PinReadState took mu_, which every write to the
+  // memtable up to view_seq released after adding its entries.)
+  uint64_t row_hash = 0;
+  bool hashed = false;
   for (const auto& m : view.mems) {
-    if (m->entries() > 0) children.push_back(MemTable::NewIterator(m));
+    if (m->entries() == 0) continue;
+    if (!hashed) {
+      row_hash = MemTable::RowHash(row_prefix);
+      hashed = true;
+    }
+    if (!m->MayHoldRow(row_hash)) {
+      stat_memtable_filter_useful_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    children.push_back(MemTable::NewIterator(m));
   }
   if (AddPointFileIterators(table_cache_.get(), *view.version, row_prefix,
                             cell_keys, &stat_bloom_useful_, &children)) {

@@ -6,8 +6,8 @@
 // the last holder lets go.
 //
 // Thread safety: Add() by one thread at a time (the write queue's leader,
-// or recovery); iterators and ApproximateMemoryUsage() from any thread,
-// concurrently with Add().
+// or recovery); iterators, MayHoldRow() and ApproximateMemoryUsage() from
+// any thread, concurrently with Add().
 #ifndef TABLETFS_STORE_DB_MEMTABLE_H_
 #define TABLETFS_STORE_DB_MEMTABLE_H_
 
@@ -21,6 +21,37 @@
 #include "store/util/iterator.h"
 
 namespace tabletfs {
+
+// A Bloom filter over 64-bit hashes that grows as hashes are added: segment
+// i has room for kFirstHashes * 4^i of them at about 10 bits each (1 %
+// false positives per segment), cut into 64-byte blocks so that a probe
+// reads one cache line, and carved from an arena. A hash goes into the
+// newest segment; a probe asks every segment (at most a few: the 7th holds
+// 4 M hashes). No rebuild: a memtable never pauses its writer to grow it.
+//
+// Thread safety: Add() by one thread at a time (the arena's); MayContain()
+// from any thread, concurrently with Add(). The bits are atomics that the
+// one writer sets with a plain load and store, and a new segment is
+// published by the release of the segment count, so a probe sees every
+// hash whose Add() happened before it.
+class GrowingBloomFilter {
+ public:
+  static constexpr uint64_t kFirstHashes = 1024;
+
+  void Add(uint64_t hash, Arena* arena);
+  bool MayContain(uint64_t hash) const;
+
+ private:
+  struct Segment {
+    std::atomic<uint64_t>* words = nullptr;  // blocks * 8, 64-byte aligned
+    uint32_t blocks = 0;
+  };
+  static constexpr int kMaxSegments = 12;
+
+  Segment segments_[kMaxSegments];
+  std::atomic<int> count_{0};
+  uint64_t room_ = 0;  // hashes the newest segment can still take
+};
 
 class MemTable {
  public:
@@ -48,6 +79,17 @@ class MemTable {
     return arena_.MemoryUsage() +
            held_value_bytes_.load(std::memory_order_relaxed);
   }
+  // The hash MayHoldRow() takes: of a row prefix (be32(table id) enc(row),
+  // store/doc/key_format.md), which begins every key of the row.
+  static uint64_t RowHash(std::string_view row_prefix);
+  // False only when no entry of the row was added (by an Add() that
+  // happened before this call); true for about 1 % of the rows not added.
+  // A point read skips the skip list of a memtable that does not hold its
+  // row.
+  bool MayHoldRow(uint64_t row_hash) const {
+    return rows_.MayContain(row_hash);
+  }
+
   // Entries added.
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
   // Bytes of the keys and values added (what a flush writes, before
@@ -70,6 +112,11 @@ class MemTable {
 
   Arena arena_;
   Table table_;
+  GrowingBloomFilter rows_;  // the rows of the entries, by RowHash
+  // The row of the entry added last: a mutation's entries come together,
+  // and one hash per row is enough.
+  uint64_t last_row_hash_ = 0;
+  bool any_row_ = false;
   std::atomic<uint64_t> entries_{0};
   std::atomic<uint64_t> data_bytes_{0};
   std::atomic<uint64_t> held_value_bytes_{0};

@@ -735,6 +735,33 @@ TEST_F(DBTest, StatsCountReadsAndTheirBlockFetches) {
   EXPECT_NE(text.find("\ntable_block_reads "), std::string::npos) << text;
 }
 
+TEST_F(DBTest, PointReadsSkipAMemtableThatDoesNotHoldTheRow) {
+  MakeTable("t", {"f"});
+  const int rows = 3000;  // past the filter's first segment (1,024 rows)
+  for (int i = 0; i < rows; ++i) Put("t", RowKey(i), "f", "q", 1, "m");
+  ASSERT_EQ(db_->GetStats().flushes, 0u) << "the rows must be in memory";
+  const DbStats before = db_->GetStats();
+  for (int i = 0; i < rows; ++i) {
+    ASSERT_EQ(Get("t", RowKey(i), "f", "q"), "1:m") << RowKey(i);
+  }
+  const DbStats found = db_->GetStats();
+  // Rows the memtable holds never skip it.
+  EXPECT_EQ(found.memtable_filter_useful, before.memtable_filter_useful);
+  for (int i = 0; i < rows; ++i)
+    EXPECT_EQ(Get("t", "absent" + std::to_string(i), "f", "q"), "");
+  const DbStats absent = db_->GetStats();
+  // About 1 % of the absent rows pass the filter.
+  EXPECT_GE(absent.memtable_filter_useful - found.memtable_filter_useful,
+            static_cast<uint64_t>(rows) * 95 / 100);
+  EXPECT_NE(absent.ToString().find("\nmemtable_filter_useful "),
+            std::string::npos);
+  // A row read (ReadRow) goes the same way.
+  auto row = db_->ReadRow("t", RowKey(7), ReadOptions());
+  ASSERT_TRUE(row.ok());
+  ASSERT_EQ(row->cells.size(), 1u);
+  EXPECT_EQ(row->cells[0].value, "m");
+}
+
 // A MemEnv whose SSTable creations wait until Open() is called: flushes
 // hold still, so writes must stall on the memtable budget.
 class GatedTableEnv : public MemEnv {

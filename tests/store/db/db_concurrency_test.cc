@@ -71,16 +71,17 @@ TEST(DBConcurrencyFilterTest, ReadsFindRowsJustWrittenByAnotherThread) {
       }
       // The newest row, then a row written earlier.
       for (int i : {n - 1, read}) {
-        auto cells = db->ReadCell("t", "row" + std::to_string(i), "f", "q",
-                                  ReadOptions());
+        auto cells =
+            db->ReadCell("t", std::string("row").append(std::to_string(i)), "f",
+                         "q", ReadOptions());
         if (!cells.ok() || cells->size() != 1) missed.fetch_add(1);
       }
       read = n;
     }
   });
   for (int i = 0; i < kRows; ++i) {
-    RowMutation m("row" + std::to_string(i));
-    m.SetCell("f", "q", "v" + std::to_string(i));
+    RowMutation m(std::string("row").append(std::to_string(i)));
+    m.SetCell("f", "q", std::string("v").append(std::to_string(i)));
     ASSERT_TRUE(db->Apply("t", m, WriteOptions()).ok());
     written.store(i + 1);
   }
@@ -178,7 +179,7 @@ TEST_F(DBConcurrencyTest, AReaderFindsEveryRowAnotherThreadWrote) {
   std::atomic<bool> failed{false};
   std::thread writer([&] {
     for (int i = 0; i < kRows && !failed.load(); ++i) {
-      RowMutation m("row" + std::to_string(i));
+      RowMutation m(std::string("row").append(std::to_string(i)));
       m.SetCell("f", "q", std::string(100, 'x'));
       if (!db_->Apply("t", m, WriteOptions()).ok()) {
         failed.store(true);

@@ -748,7 +748,9 @@ TEST_F(DBTest, PointReadsSkipAMemtableThatDoesNotHoldTheRow) {
   // Rows the memtable holds never skip it.
   EXPECT_EQ(found.memtable_filter_useful, before.memtable_filter_useful);
   for (int i = 0; i < rows; ++i)
-    EXPECT_EQ(Get("t", "absent" + std::to_string(i), "f", "q"), "");
+    EXPECT_EQ(
+        Get("t", std::string("absent").append(std::to_string(i)), "f", "q"),
+        "");
   const DbStats absent = db_->GetStats();
   // About 1 % of the absent rows pass the filter.
   EXPECT_GE(absent.memtable_filter_useful - found.memtable_filter_useful,

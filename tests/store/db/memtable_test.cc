@@ -211,11 +211,13 @@ std::vector<std::string> KeysOfRows(int rows) {
   std::vector<std::string> keys;
   uint64_t seq = 1;
   for (int r = 0; r < rows; ++r) {
-    const std::string row = "row" + std::to_string(r * 7919 % rows);
+    const std::string row =
+        std::string("row").append(std::to_string(r * 7919 % rows));
     keys.push_back(RowMarkerKey(7, row, seq++));
     for (int c = 0; c < 3; ++c) {
-      keys.push_back(VersionKey(7, row, 1, "q" + std::to_string(c), 100, seq++,
-                                EntryKind::kPut));
+      keys.push_back(VersionKey(7, row, 1,
+                                std::string("q").append(std::to_string(c)), 100,
+                                seq++, EntryKind::kPut));
     }
   }
   return keys;
@@ -226,16 +228,16 @@ TEST(MemTableTest, RowFilterHoldsEveryRowAdded) {
   const int rows = 20000;
   for (const std::string& k : KeysOfRows(rows)) mem->Add(k, "v");
   for (int r = 0; r < rows; ++r) {
-    const std::string row = "row" + std::to_string(r);
+    const std::string row = std::string("row").append(std::to_string(r));
     ASSERT_TRUE(mem->MayHoldRow(MemTable::RowHash(RowPrefix(7, row)))) << row;
   }
   // Rows never added, and the added rows of another table, mostly fail.
   int passed = 0;
   for (int r = 0; r < rows; ++r) {
-    passed += mem->MayHoldRow(
-        MemTable::RowHash(RowPrefix(7, "absent" + std::to_string(r))));
-    passed += mem->MayHoldRow(
-        MemTable::RowHash(RowPrefix(8, "row" + std::to_string(r))));
+    passed += mem->MayHoldRow(MemTable::RowHash(
+        RowPrefix(7, std::string("absent").append(std::to_string(r)))));
+    passed += mem->MayHoldRow(MemTable::RowHash(
+        RowPrefix(8, std::string("row").append(std::to_string(r)))));
   }
   EXPECT_LT(passed, 2 * rows * 5 / 100);
 }

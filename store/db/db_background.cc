@@ -1078,17 +1078,14 @@ DbStats DBImpl::GetStats() {
   s.space_reserve_bytes = space_reserve_;
   s.block_cache_hits = block_cache_->hits();
   s.block_cache_misses = block_cache_->misses();
-  s.bloom_useful = stat_bloom_useful_.load(std::memory_order_relaxed);
-  s.memtable_filter_useful =
-      stat_memtable_filter_useful_.load(std::memory_order_relaxed);
-  s.point_reads = stat_point_reads_.load(std::memory_order_relaxed);
-  s.scans = stat_scans_.load(std::memory_order_relaxed);
-  s.table_block_reads =
-      table_reads_.block_reads.load(std::memory_order_relaxed);
-  s.table_read_bytes =
-      table_reads_.block_read_bytes.load(std::memory_order_relaxed);
-  s.value_reads = stat_value_reads_.load(std::memory_order_relaxed);
-  s.value_read_bytes = stat_value_read_bytes_.load(std::memory_order_relaxed);
+  s.bloom_useful = stat_bloom_useful_.Load();
+  s.memtable_filter_useful = stat_memtable_filter_useful_.Load();
+  s.point_reads = stat_point_reads_.Load();
+  s.scans = stat_scans_.Load();
+  s.table_block_reads = table_reads_.block_reads.Load();
+  s.table_read_bytes = table_reads_.block_read_bytes.Load();
+  s.value_reads = stat_value_reads_.Load();
+  s.value_read_bytes = stat_value_read_bytes_.Load();
   s.write_stalls = stat_write_stalls_;
   s.write_delays = stat_write_delays_;
   s.last_sequence = last_seq_;

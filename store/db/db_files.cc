@@ -244,8 +244,8 @@ Result<std::string> DBImpl::LoadValue(EntryKind kind, std::string_view raw) {
   TABLETFS_ASSIGN_OR_RETURN(
       std::shared_ptr<ValueFileReader> reader,
       GetValueReader(ref.file_number, ref.offset + ref.size));
-  stat_value_reads_.fetch_add(1, std::memory_order_relaxed);
-  stat_value_read_bytes_.fetch_add(ref.size, std::memory_order_relaxed);
+  stat_value_reads_.Add();
+  stat_value_read_bytes_.Add(ref.size);
   return reader->Read(ref);
 }
 

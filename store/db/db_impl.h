@@ -56,6 +56,7 @@
 #include "store/util/change_hub.h"
 #include "store/util/lru_cache.h"
 #include "store/util/mutex.h"
+#include "store/util/striped_counter.h"
 #include "store/wal/log_writer.h"
 #include "store/wal/value_file.h"
 
@@ -647,12 +648,13 @@ class DBImpl final : public DB {
   TableReadCounters table_reads_;
   std::unique_ptr<BlockCache> block_cache_;
   std::unique_ptr<TableCache> table_cache_;
-  std::atomic<uint64_t> stat_bloom_useful_{0};
-  std::atomic<uint64_t> stat_memtable_filter_useful_{0};
-  std::atomic<uint64_t> stat_point_reads_{0};
-  std::atomic<uint64_t> stat_scans_{0};
-  std::atomic<uint64_t> stat_value_reads_{0};
-  std::atomic<uint64_t> stat_value_read_bytes_{0};
+  // Bumped by reads, on many threads at once.
+  StripedCounter stat_bloom_useful_;
+  StripedCounter stat_memtable_filter_useful_;
+  StripedCounter stat_point_reads_;
+  StripedCounter stat_scans_;
+  StripedCounter stat_value_reads_;
+  StripedCounter stat_value_read_bytes_;
 
   // Leaf lock for file lifetimes (taken inside mu_ when a version dies).
   Mutex files_mu_ ACQUIRED_AFTER(mu_);

@@ -200,7 +200,7 @@ namespace {
 bool AddPointFileIterators(TableCache* cache, const Version& version,
                            std::string_view row_prefix,
                            std::span<const std::string_view> cell_keys,
-                           std::atomic<uint64_t>* bloom_useful,
+                           StripedCounter* bloom_useful,
                            std::vector<std::unique_ptr<Iterator>>* children) {
   const BloomKey row_key(row_prefix);
   // The thread's, emptied before returning: no allocation per read.
@@ -255,7 +255,7 @@ bool AddPointFileIterators(TableCache* cache, const Version& version,
       }
     }
     if (!may_contain) {
-      bloom_useful->fetch_add(1, std::memory_order_relaxed);
+      bloom_useful->Add();
       continue;
     }
     ++searched;
@@ -331,7 +331,7 @@ bool DBImpl::StartPointCursor(const ReadState& state,
                               std::string_view row_prefix,
                               std::span<const std::string_view> cell_keys,
                               bool use_filter, CellCursor* cursor) {
-  stat_point_reads_.fetch_add(1, std::memory_order_relaxed);
+  stat_point_reads_.Add();
   // The row lies in one tablet (PinReadState with one_row).
   const TabletView& view = *state.tablets.front();
   std::vector<std::unique_ptr<Iterator>> children;
@@ -349,7 +349,7 @@ bool DBImpl::StartPointCursor(const ReadState& state,
       hashed = true;
     }
     if (!m->MayHoldRow(row_hash)) {
-      stat_memtable_filter_useful_.fetch_add(1, std::memory_order_relaxed);
+      stat_memtable_filter_useful_.Add();
       continue;
     }
     children.push_back(MemTable::NewIterator(m));
@@ -521,7 +521,7 @@ Result<std::unique_ptr<Scanner>> DBImpl::NewScanner(
   ReadState state;
   TABLETFS_RETURN_IF_ERROR(PinReadState(table, options.read, first_row,
                                         options.end_row, false, &state));
-  stat_scans_.fetch_add(1, std::memory_order_relaxed);
+  stat_scans_.Add();
   auto cursor = NewCursor(state, options.read, options.start_row,
                           options.end_row, options.prefix);
   cursor->SeekToFirst();

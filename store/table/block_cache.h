@@ -42,6 +42,7 @@
 #include "store/table/block.h"
 #include "store/table/format.h"
 #include "store/util/mutex.h"
+#include "store/util/striped_counter.h"
 #include "store/util/thread_annotations.h"
 
 namespace tabletfs {
@@ -99,9 +100,7 @@ class BlockCache {
   void AddCharge(uint64_t cache_id, uint64_t offset, const BlockGroup *group,
                  size_t bytes);
   // Counts a read's hit (the block was cached) or miss.
-  void Count(bool hit) {
-    (hit ? hits_ : misses_).fetch_add(1, std::memory_order_relaxed);
-  }
+  void Count(bool hit) { (hit ? hits_ : misses_).Add(); }
 
   // A cache_id no other caller got from this cache. Starts above 2^48 so it
   // never meets a file number.
@@ -112,8 +111,8 @@ class BlockCache {
   size_t usage() const;
   // Groups held now.
   size_t size() const;
-  uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
-  uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
+  uint64_t hits() const { return hits_.Load(); }
+  uint64_t misses() const { return misses_.Load(); }
 
  private:
   class Shard {
@@ -165,8 +164,9 @@ class BlockCache {
 
   const size_t capacity_;
   std::array<std::unique_ptr<Shard>, kShards> shards_;
-  std::atomic<uint64_t> hits_{0};
-  std::atomic<uint64_t> misses_{0};
+  // Counted by reads on many threads at once.
+  StripedCounter hits_;
+  StripedCounter misses_;
   std::atomic<uint64_t> next_id_{uint64_t{1} << 48};
 };
 

@@ -124,9 +124,8 @@ Result<std::shared_ptr<const Block>> Table::ReadDataBlock(
   TABLETFS_RETURN_IF_ERROR(CheckHandle(
       handle, file_size_ - Footer::kEncodedLength, *file_name_, "index entry"));
   if (TableReadCounters* counters = options_.read_counters) {
-    counters->block_reads.fetch_add(1, std::memory_order_relaxed);
-    counters->block_read_bytes.fetch_add(handle.size + kBlockTrailerSize,
-                                         std::memory_order_relaxed);
+    counters->block_reads.Add();
+    counters->block_read_bytes.Add(handle.size + kBlockTrailerSize);
   }
   TABLETFS_ASSIGN_OR_RETURN(block, ReadAndParseBlock(*file_, file_name_, handle,
                                                      footer_.format_version));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "store/schema.h"
+#include "store/util/striped_counter.h"
 
 namespace tabletfs {
 
@@ -22,8 +23,8 @@ class BlockCache;
 // blocks and their stored bytes (compressed size plus trailer). Counted
 // with relaxed atomics; shared by every table opened with the options.
 struct TableReadCounters {
-  std::atomic<uint64_t> block_reads{0};
-  std::atomic<uint64_t> block_read_bytes{0};
+  StripedCounter block_reads;
+  StripedCounter block_read_bytes;
 };
 
 struct TableOptions {

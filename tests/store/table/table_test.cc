@@ -193,11 +193,11 @@ TEST(TableTest, IndexSeparatorsKeepEverySeekRight) {
   // one with the row's first key, also when the row starts a block.
   for (int r = 0; r < 500; ++r) {
     auto fresh = (*table)->NewIterator();
-    const uint64_t before = reads.block_reads.load();
+    const uint64_t before = reads.block_reads.Load();
     fresh->Seek(Row(r));
     ASSERT_TRUE(fresh->Valid()) << r;
     EXPECT_EQ(fresh->key(), Row(r) + "/fam:q0");
-    EXPECT_EQ(reads.block_reads.load() - before, 1u) << Row(r);
+    EXPECT_EQ(reads.block_reads.Load() - before, 1u) << Row(r);
   }
   // A target between two keys: the next key, across a block boundary too.
   for (auto next = std::next(kv.begin()); next != kv.end(); ++next) {
@@ -232,7 +232,7 @@ TEST(TableTest, APointReadDecodesOneBlockAndTheCacheKeepsItsGroup) {
   it->Seek(Row(1000));
   ASSERT_TRUE(it->Valid());
   EXPECT_EQ(it->key(), Row(1000));
-  EXPECT_EQ(counters.block_reads.load(), 1u);
+  EXPECT_EQ(counters.block_reads.Load(), 1u);
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_GE(cache.usage(), 1024u);
   EXPECT_LT(cache.usage(), 2048u);
@@ -246,7 +246,7 @@ TEST(TableTest, APointReadDecodesOneBlockAndTheCacheKeepsItsGroup) {
     ASSERT_EQ(reader->key(), k);
     ASSERT_EQ(reader->value(), v);
   }
-  EXPECT_EQ(counters.block_reads.load(), blocks);
+  EXPECT_EQ(counters.block_reads.Load(), blocks);
   EXPECT_EQ(cache.misses(), blocks);
   EXPECT_EQ(cache.hits(), kv.size() + 1 - blocks);
   EXPECT_GE(cache.size(), blocks / 5);

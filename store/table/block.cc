@@ -24,8 +24,7 @@ std::string Block::context() const {
 
 Result<std::shared_ptr<const Block>> Block::Create(std::string_view contents,
                                                    std::string context) {
-  BlockContents copy{std::unique_ptr<char[]>(new char[contents.size()]),
-                     contents.size()};
+  BlockContents copy{BlockBuffer(contents.size()), contents.size()};
   if (!contents.empty()) {
     std::memcpy(copy.data.get(), contents.data(), contents.size());
   }

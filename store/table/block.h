@@ -51,7 +51,8 @@ class Block {
         std::shared_ptr<const std::string> file_name, uint64_t offset,
         uint32_t restart_offset, uint32_t num_restarts);
 
-  // Bytes held (the cache's charge).
+  // Bytes held (the cache's charge). The buffer may hold up to 255 more
+  // (BlockBuffer's classes).
   size_t size() const { return contents_.size; }
   // Restart points: the entries, in a block with a restart at every entry
   // (an index block).

@@ -4,6 +4,18 @@
 
 #include <cstring>
 #include <memory>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TABLETFS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TABLETFS_ASAN 1
+#endif
+#endif
+#ifdef TABLETFS_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include "store/util/coding.h"
 #include "store/util/hash.h"
@@ -121,6 +133,104 @@ BlockType EncodeBlock(std::string_view contents, Compression compression,
   return type;
 }
 
+namespace {
+
+constexpr size_t kClassBytes = 256;
+constexpr uint32_t kClasses = 64;  // buffers up to 16 KiB are cached
+constexpr size_t kThreadCacheBytes = 256 << 10;
+
+// The calling thread's freed buffers, by size class.
+struct ThreadBuffers {
+  std::vector<char*> free[kClasses + 1];
+  size_t bytes = 0;
+  ~ThreadBuffers();
+};
+
+// Set once the thread's cache is destroyed (at thread exit, before other
+// thread-local objects that may still free blocks, such as a point read's
+// scratch): from then on buffers are freed, not cached. A bool has no
+// destructor, so it can be read after the cache is gone.
+thread_local bool t_buffers_gone = false;
+
+ThreadBuffers& Buffers() {
+  thread_local ThreadBuffers buffers;
+  return buffers;
+}
+
+ThreadBuffers::~ThreadBuffers() {
+  t_buffers_gone = true;
+  for (uint32_t c = 1; c <= kClasses; ++c) {
+    for (char* p : free[c]) {
+#ifdef TABLETFS_ASAN
+      ASAN_UNPOISON_MEMORY_REGION(p, c * kClassBytes);
+#endif
+      delete[] p;
+    }
+  }
+}
+
+}  // namespace
+
+BlockBuffer::BlockBuffer(size_t bytes) {
+  const size_t cls = (bytes + kClassBytes - 1) / kClassBytes;
+  if (cls == 0 || cls > kClasses || t_buffers_gone) {
+    data_ = new char[bytes];
+    capacity_ = bytes;
+    return;
+  }
+  cached_ = true;
+  capacity_ = cls * kClassBytes;
+  ThreadBuffers& cache = Buffers();
+  std::vector<char*>& list = cache.free[cls];
+  if (list.empty()) {
+    data_ = new char[cls * kClassBytes];
+    return;
+  }
+  data_ = list.back();
+  list.pop_back();
+  cache.bytes -= cls * kClassBytes;
+#ifdef TABLETFS_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(data_, cls * kClassBytes);
+#endif
+}
+
+size_t BlockBuffer::ThreadCachedBytes() {
+  return t_buffers_gone ? 0 : Buffers().bytes;
+}
+
+BlockBuffer& BlockBuffer::operator=(BlockBuffer&& other) noexcept {
+  if (this != &other) {
+    Release();
+    data_ = other.data_;
+    capacity_ = other.capacity_;
+    cached_ = other.cached_;
+    other.data_ = nullptr;
+    other.capacity_ = 0;
+  }
+  return *this;
+}
+
+void BlockBuffer::Release() {
+  if (data_ == nullptr) return;
+  const size_t bytes = capacity_;
+  if (cached_ && !t_buffers_gone) {
+    ThreadBuffers& cache = Buffers();
+    if (cache.bytes + bytes <= kThreadCacheBytes) {
+#ifdef TABLETFS_ASAN
+      ASAN_POISON_MEMORY_REGION(data_, bytes);
+#endif
+      cache.free[bytes / kClassBytes].push_back(data_);
+      cache.bytes += bytes;
+      data_ = nullptr;
+      capacity_ = 0;
+      return;
+    }
+  }
+  delete[] data_;
+  data_ = nullptr;
+  capacity_ = 0;
+}
+
 Result<BlockContents> ReadBlockContents(const RandomAccessFile& file,
                                         std::string_view file_name,
                                         const BlockHandle& handle,
@@ -135,7 +245,7 @@ Result<BlockContents> ReadBlockContents(const RandomAccessFile& file,
   // from the mapping and a raw one copied out of it, one allocation each.
   BlockContents buf;
   if (!file.ReadsInPlace()) {
-    buf = {std::unique_ptr<char[]>(new char[n]), handle.size};
+    buf = {BlockBuffer(n), handle.size};
   }
   std::string_view data;
   Status s = file.Read(handle.offset, n, &data, buf.data.get());
@@ -157,9 +267,7 @@ Result<BlockContents> ReadBlockContents(const RandomAccessFile& file,
   switch (static_cast<BlockType>(type)) {
     case BlockType::kRaw:
       if (data.data() != buf.data.get()) {  // in place: copy it out
-        if (buf.data == nullptr) {
-          buf.data.reset(new char[stored.size()]);
-        }
+        if (buf.data.get() == nullptr) buf.data = BlockBuffer(stored.size());
         std::memcpy(buf.data.get(), stored.data(), stored.size());
       }
       buf.size = stored.size();
@@ -184,7 +292,7 @@ Result<BlockContents> ReadBlockContents(const RandomAccessFile& file,
                 " is implausible for " + std::to_string(input.size()) +
                 " compressed bytes");
       }
-      BlockContents raw{std::unique_ptr<char[]>(new char[raw_size]), raw_size};
+      BlockContents raw{BlockBuffer(raw_size), raw_size};
       int got = LZ4_decompress_safe(input.data(), raw.data.get(),
                                     static_cast<int>(input.size()),
                                     static_cast<int>(raw_size));

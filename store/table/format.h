@@ -102,10 +102,51 @@ uint64_t BlockChecksum(uint32_t format_version, std::string_view data);
 BlockType EncodeBlock(std::string_view contents, Compression compression,
                       uint32_t format_version, std::string *out);
 
-// The decoded bytes of one block, in a buffer of its own (allocated without
-// being zeroed: every byte is written by the read or the decompression).
+// A buffer for a decoded block, allocated without being zeroed (every byte
+// is written by the read or the decompression). Buffers of up to 16 KiB,
+// in classes 256 bytes apart, come from the allocating thread's own cache
+// of freed buffers (up to 256 KiB of them), and a freed one goes to the
+// freeing thread's cache while it has room. A point read that misses the
+// block cache decodes a block into one, and the insertion that follows
+// evicts another, which the next miss on the thread takes: no malloc or
+// free per miss, and no free of one thread's chunk by another, which
+// takes the first thread's malloc arena lock (glibc). Under ASan a cached
+// buffer is poisoned until it is handed out again.
+//
+// Thread safety: a buffer is one thread's at a time; the caches are per
+// thread.
+class BlockBuffer {
+ public:
+  BlockBuffer() = default;
+  explicit BlockBuffer(size_t bytes);
+  BlockBuffer(BlockBuffer &&other) noexcept
+      : data_(other.data_), capacity_(other.capacity_), cached_(other.cached_) {
+    other.data_ = nullptr;
+    other.capacity_ = 0;
+  }
+  BlockBuffer &operator=(BlockBuffer &&other) noexcept;
+  BlockBuffer(const BlockBuffer &) = delete;
+  BlockBuffer &operator=(const BlockBuffer &) = delete;
+  ~BlockBuffer() { Release(); }
+
+  char *get() const { return data_; }
+  // Bytes the buffer holds: what was asked for, rounded up to its class.
+  size_t capacity() const { return capacity_; }
+
+  // Bytes of freed buffers the calling thread's cache holds.
+  static size_t ThreadCachedBytes();
+
+ private:
+  void Release();
+
+  char *data_ = nullptr;
+  size_t capacity_ = 0;
+  bool cached_ = false;  // goes back to a thread's cache (a class's size)
+};
+
+// The decoded bytes of one block, in a buffer of its own.
 struct BlockContents {
-  std::unique_ptr<char[]> data;
+  BlockBuffer data;
   size_t size = 0;
 
   std::string_view view() const { return {data.get(), size}; }

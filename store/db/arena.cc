@@ -1,5 +1,6 @@
 #include "store/db/arena.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace tabletfs {
@@ -14,9 +15,14 @@ char* Arena::NewBlock(size_t bytes) {
 char* Arena::AllocateFallback(size_t bytes) {
   // Large requests get their own block so the tail of the current block is
   // not wasted on them.
-  if (bytes > kBlockSize / 4) return NewBlock(bytes);
-  ptr_ = NewBlock(kBlockSize);
-  remaining_ = kBlockSize;
+  if (bytes > max_block_size_ / 4) return NewBlock(bytes);
+  // A block at least four times the request: the tail the current block
+  // leaves is under a quarter of it.
+  size_t size = next_block_size_;
+  while (size < 4 * bytes) size *= 2;
+  next_block_size_ = std::min(2 * size, max_block_size_);
+  ptr_ = NewBlock(size);
+  remaining_ = size;
   char* result = ptr_;
   ptr_ += bytes;
   remaining_ -= bytes;

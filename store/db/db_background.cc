@@ -98,7 +98,7 @@ Status DBImpl::FinishRecovery(const std::vector<uint64_t>& old_logs) {
     edit.log_number = new_log;
     TABLETFS_RETURN_IF_ERROR(ApplyEdit(edit));
     for (const auto& [id, t] : tablets_) {
-      t->mem = std::make_shared<MemTable>();
+      t->mem = NewMemTable();
       t->mem_first_log = kNoLog;
       t->RefreshView();
     }
@@ -258,7 +258,7 @@ void DBImpl::FreezeTablet(Tablet* t, bool wake) {
   if (t->mem->entries() == 0) return;
   t->imm.push_back(t->FrozenMem(++freeze_order_));
   freezes_.fetch_add(1, std::memory_order_relaxed);
-  t->mem = std::make_shared<MemTable>();
+  t->mem = NewMemTable();
   t->RefreshView();
   ++tablet_generation_;
   t->mem_first_log = kNoLog;

@@ -32,6 +32,7 @@
 #ifndef TABLETFS_STORE_DB_DB_IMPL_H_
 #define TABLETFS_STORE_DB_DB_IMPL_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -404,6 +405,14 @@ class DBImpl final : public DB {
     if (!added) it->second = std::min(it->second, timestamp);
   }
   Status RecoverLogs(std::vector<uint64_t>* old_logs) REQUIRES(mu_);
+  // An empty memtable whose arena's blocks grow to a 64th of the memtable
+  // budget, between 4 and 64 KiB: a memtable freezes at most one block
+  // past its share of the budget.
+  std::shared_ptr<MemTable> NewMemTable() const {
+    return std::make_shared<MemTable>(
+        std::clamp<size_t>(options_.memtable_bytes / 64, Arena::kFirstBlockSize,
+                           size_t{64} << 10));
+  }
   // Tablets (db_tablets.cc).
   std::shared_ptr<Tablet> NewTablet(uint32_t table_id, uint32_t id,
                                     std::string start_row, std::string end_row)

@@ -42,7 +42,7 @@ std::shared_ptr<Tablet> DBImpl::NewTablet(uint32_t table_id, uint32_t id,
   t->id = id;
   t->table_id = table_id;
   t->SetRange(std::move(start_row), std::move(end_row));
-  t->mem = std::make_shared<MemTable>();
+  t->mem = NewMemTable();
   t->version = std::make_shared<Version>();
   t->RefreshView();
   return t;

@@ -55,7 +55,9 @@ class GrowingBloomFilter {
 
 class MemTable {
  public:
-  MemTable() : table_(KeyComparator(), &arena_) {}
+  // `arena_max_block`: the largest block its arena allocates (Arena).
+  explicit MemTable(size_t arena_max_block = Arena::kFirstBlockSize)
+      : arena_(arena_max_block), table_(KeyComparator(), &arena_) {}
   MemTable(const MemTable&) = delete;
   MemTable& operator=(const MemTable&) = delete;
 

@@ -198,11 +198,10 @@ namespace {
 // level-0 files, counts as overlapped (Version::overlapped_reads); true
 // when it is the one that reaches ReadCompactionThreshold.
 bool AddPointFileIterators(TableCache* cache, const Version& version,
-                           std::string_view row_prefix,
+                           std::string_view row_prefix, const BloomKey& row_key,
                            std::span<const std::string_view> cell_keys,
                            StripedCounter* bloom_useful,
                            std::vector<std::unique_ptr<Iterator>>* children) {
-  const BloomKey row_key(row_prefix);
   // The thread's, emptied before returning: no allocation per read.
   thread_local std::vector<std::shared_ptr<Table>> tables;
   thread_local std::vector<BloomKey> cell_bloom_keys;
@@ -339,23 +338,20 @@ bool DBImpl::StartPointCursor(const ReadState& state,
   // An empty memtable holds nothing of the row, and one whose filter has
   // not seen the row holds none of its entries either. (The count and the
   // filter are read after PinReadState took mu_, which every write to the
-  // memtable up to view_seq released after adding its entries.)
-  uint64_t row_hash = 0;
-  bool hashed = false;
+  // memtable up to view_seq released after adding its entries.) The row's
+  // key is hashed once, for the memtables' filters and the files'.
+  const BloomKey row_key(row_prefix);
   for (const auto& m : view.mems) {
     if (m->entries() == 0) continue;
-    if (!hashed) {
-      row_hash = MemTable::RowHash(row_prefix);
-      hashed = true;
-    }
-    if (!m->MayHoldRow(row_hash)) {
+    if (!m->MayHoldRow(row_key)) {
       stat_memtable_filter_useful_.Add();
       continue;
     }
     children.push_back(MemTable::NewIterator(m));
   }
   if (AddPointFileIterators(table_cache_.get(), *view.version, row_prefix,
-                            cell_keys, &stat_bloom_useful_, &children)) {
+                            row_key, cell_keys, &stat_bloom_useful_,
+                            &children)) {
     // Reads now pay for the version's level 0: let the background thread
     // compact it (PickCompaction), even with no write to wake it.
     MutexLock l(&mu_);

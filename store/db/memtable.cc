@@ -1,7 +1,5 @@
 #include "store/db/memtable.h"
 
-#include <xxhash.h>
-
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -31,19 +29,10 @@ std::string_view DecodeLengthPrefixed(const char* p) {
   return std::string_view(q, len);
 }
 
-// Bits per hash and probes of a GrowingBloomFilter segment: k = 6 is the
-// best for 10 bits per key in 512-bit blocks.
+// Bits per hash and probes of a GrowingBloomFilter segment: an SSTable
+// filter's at 10 bits a key (k = round(10 ln 2)), in its blocked layout.
 constexpr uint64_t kBitsPerHash = 10;
-constexpr int kProbes = 6;
-constexpr uint32_t kBlockBits = 512;
-constexpr size_t kBlockBytes = kBlockBits / 8;
-
-// The block of a segment of `blocks` blocks that `hash` probes (its high
-// half, mapped onto [0, blocks) by multiplication), and the probes within
-// it (its low half, as LevelDB's double hashing).
-size_t BlockOf(uint64_t hash, uint32_t blocks) {
-  return static_cast<size_t>(((hash >> 32) * blocks) >> 32);
-}
+constexpr int kProbes = 7;
 
 }  // namespace
 
@@ -52,11 +41,12 @@ void GrowingBloomFilter::Add(uint64_t hash, Arena* arena) {
   if (room_ == 0 && n < kMaxSegments) {
     const uint64_t hashes = kFirstHashes << (2 * n);
     const auto blocks = static_cast<uint32_t>(
-        (hashes * kBitsPerHash + kBlockBits - 1) / kBlockBits);
-    const size_t bytes = size_t{blocks} * kBlockBytes;
-    char* raw = arena->AllocateAligned(bytes + kBlockBytes - 1);
+        (hashes * kBitsPerHash + kBloomBlockBits - 1) / kBloomBlockBits);
+    const size_t bytes = size_t{blocks} * kBloomBlockBytes;
+    char* raw = arena->AllocateAligned(bytes + kBloomBlockBytes - 1);
     const auto addr = reinterpret_cast<uintptr_t>(raw);
-    char* aligned = raw + ((kBlockBytes - addr % kBlockBytes) % kBlockBytes);
+    char* aligned =
+        raw + ((kBloomBlockBytes - addr % kBloomBlockBytes) % kBloomBlockBytes);
     auto* words = reinterpret_cast<std::atomic<uint64_t>*>(aligned);
     for (size_t i = 0; i < bytes / 8; ++i) {
       new (&words[i]) std::atomic<uint64_t>(0);
@@ -69,18 +59,14 @@ void GrowingBloomFilter::Add(uint64_t hash, Arena* arena) {
   // false positives grows; 4 G rows in one memtable are not expected).
   if (room_ > 0) --room_;
   const Segment& seg = segments_[n - 1];
-  std::atomic<uint64_t>* block = seg.words + BlockOf(hash, seg.blocks) * 8;
-  auto h = static_cast<uint32_t>(hash);
-  const uint32_t delta = (h >> 17) | (h << 15);
-  for (int i = 0; i < kProbes; ++i) {
-    const uint32_t bit = h % kBlockBits;
-    std::atomic<uint64_t>& word = block[bit / 64];
+  ForEachBlockedBloomProbe(hash, kProbes, seg.blocks, [&seg](uint64_t bit) {
+    std::atomic<uint64_t>& word = seg.words[bit / 64];
     // The one writer: no read-modify-write needed.
     word.store(
         word.load(std::memory_order_relaxed) | (uint64_t{1} << (bit % 64)),
         std::memory_order_relaxed);
-    h += delta;
-  }
+    return true;
+  });
 }
 
 bool GrowingBloomFilter::MayContain(uint64_t hash) const {
@@ -88,23 +74,15 @@ bool GrowingBloomFilter::MayContain(uint64_t hash) const {
   // Newest first: it holds the most hashes.
   for (int s = n - 1; s >= 0; --s) {
     const Segment& seg = segments_[s];
-    const std::atomic<uint64_t>* block =
-        seg.words + BlockOf(hash, seg.blocks) * 8;
-    auto h = static_cast<uint32_t>(hash);
-    const uint32_t delta = (h >> 17) | (h << 15);
     bool all = true;
-    for (int i = 0; i < kProbes && all; ++i) {
-      const uint32_t bit = h % kBlockBits;
-      all = (block[bit / 64].load(std::memory_order_relaxed) >> (bit % 64)) & 1;
-      h += delta;
-    }
+    ForEachBlockedBloomProbe(hash, kProbes, seg.blocks, [&](uint64_t bit) {
+      return all = (seg.words[bit / 64].load(std::memory_order_relaxed) >>
+                    (bit % 64)) &
+                   1;
+    });
     if (all) return true;
   }
   return false;
-}
-
-uint64_t MemTable::RowHash(std::string_view row_prefix) {
-  return XXH3_64bits(row_prefix.data(), row_prefix.size());
 }
 
 int MemTable::KeyComparator::operator()(const char* a, const char* b) const {
@@ -143,7 +121,8 @@ void MemTable::Add(std::string_view key, std::string_view value) {
                  value.size();
   // The row goes into the filter before the entry into the skip list: a
   // reader that finds the entry also finds its row in the filter.
-  const uint64_t row_hash = RowHash(RowPrefixView(key));
+  const uint64_t row_hash =
+      BloomKey(RowPrefixView(key)).hash(BloomLayout::kCacheLineBlocked);
   if (!any_row_ || row_hash != last_row_hash_) {
     rows_.Add(row_hash, &arena_);
     last_row_hash_ = row_hash;

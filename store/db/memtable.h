@@ -18,16 +18,18 @@
 
 #include "store/db/arena.h"
 #include "store/db/skiplist.h"
+#include "store/table/bloom_filter.h"
 #include "store/util/iterator.h"
 
 namespace tabletfs {
 
 // A Bloom filter over 64-bit hashes that grows as hashes are added: segment
 // i has room for kFirstHashes * 4^i of them at about 10 bits each (1 %
-// false positives per segment), cut into 64-byte blocks so that a probe
-// reads one cache line, and carved from an arena. A hash goes into the
-// newest segment; a probe asks every segment (at most a few: the 7th holds
-// 4 M hashes). No rebuild: a memtable never pauses its writer to grow it.
+// false positives per segment), each in an SSTable filter's cache-line
+// blocked layout (store/table/bloom_filter.h), carved from an arena. A hash
+// goes into the newest segment; a probe asks every segment (at most a few: the
+// 7th holds 4 M hashes). No rebuild: a memtable never pauses its writer to grow
+// it.
 //
 // Thread safety: Add() by one thread at a time (the arena's); MayContain()
 // from any thread, concurrently with Add(). The bits are atomics that the
@@ -81,15 +83,14 @@ class MemTable {
     return arena_.MemoryUsage() +
            held_value_bytes_.load(std::memory_order_relaxed);
   }
-  // The hash MayHoldRow() takes: of a row prefix (be32(table id) enc(row),
-  // store/doc/key_format.md), which begins every key of the row.
-  static uint64_t RowHash(std::string_view row_prefix);
-  // False only when no entry of the row was added (by an Add() that
-  // happened before this call); true for about 1 % of the rows not added.
-  // A point read skips the skip list of a memtable that does not hold its
-  // row.
-  bool MayHoldRow(uint64_t row_hash) const {
-    return rows_.MayContain(row_hash);
+  // False only when no entry of the row whose row prefix (be32(table id)
+  // enc(row), store/doc/key_format.md: it begins every key of the row) is
+  // `row_prefix` was added (by an Add() that happened before this call);
+  // true for about 1 % of the rows not added. A point read skips the skip
+  // list of a memtable that does not hold its row. The key is hashed as
+  // for an SSTable's filter, so a read hashes its row once for both.
+  bool MayHoldRow(const BloomKey& row_prefix) const {
+    return rows_.MayContain(row_prefix.hash(BloomLayout::kCacheLineBlocked));
   }
 
   // Entries added.
@@ -114,7 +115,7 @@ class MemTable {
 
   Arena arena_;
   Table table_;
-  GrowingBloomFilter rows_;  // the rows of the entries, by RowHash
+  GrowingBloomFilter rows_;  // the entries' row prefixes, hashed as BloomKey
   // The row of the entry added last: a mutation's entries come together,
   // and one hash per row is enough.
   uint64_t last_row_hash_ = 0;

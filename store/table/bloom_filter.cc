@@ -14,7 +14,6 @@ namespace {
 constexpr uint64_t kWholeTableSeed = 0x626c6f6f6d2d7631;  // "bloom-v1"
 constexpr uint64_t kBlockedSeed = 0x626c6f6f6d2d7632;     // "bloom-v2"
 constexpr int kMaxProbes = 30;
-constexpr uint64_t kBlockBits = kBloomBlockBytes * 8;
 
 uint64_t BloomHash(std::string_view key, BloomLayout layout) {
   return layout == BloomLayout::kWholeTable ? Hash64(key, kWholeTableSeed)
@@ -37,26 +36,6 @@ void ForEachWholeTableProbe(uint64_t hash, int k, uint64_t bits, Fn fn) {
     if (!fn(bit)) return;
     bit += step;
     if (bit >= bits) bit -= bits;
-  }
-}
-
-// Blocked layout: the high 32 bits of the hash pick the block (a multiply
-// and a shift map them evenly onto [0, blocks) without a division); the
-// low 32 bits give the probes, each the top 9 bits of a running product
-// with an odd constant (the 32-bit golden ratio: multiplying by an odd
-// number loses no state and moves low bits up). `fn(bit)` gets the bit's
-// number counted from the filter's start.
-uint64_t BlockOf(uint64_t hash, uint64_t blocks) {
-  return ((hash >> 32) * blocks) >> 32;
-}
-
-template <typename Fn>
-void ForEachBlockedProbe(uint64_t hash, int k, uint64_t blocks, Fn fn) {
-  const uint64_t base = BlockOf(hash, blocks) * kBlockBits;
-  uint32_t h = static_cast<uint32_t>(hash);
-  for (int i = 0; i < k; ++i) {
-    if (!fn(base + (h >> 23))) return;
-    h *= 0x9e3779b9u;
   }
 }
 
@@ -102,9 +81,9 @@ std::string BloomFilterBuilder::Finish() {
     for (uint64_t h : hashes_) ForEachWholeTableProbe(h, k, bytes * 8, set);
   } else {
     uint64_t blocks =
-        std::max<uint64_t>(1, (wanted + kBlockBits - 1) / kBlockBits);
+        std::max<uint64_t>(1, (wanted + kBloomBlockBits - 1) / kBloomBlockBits);
     filter.assign(blocks * kBloomBlockBytes, '\0');
-    for (uint64_t h : hashes_) ForEachBlockedProbe(h, k, blocks, set);
+    for (uint64_t h : hashes_) ForEachBlockedBloomProbe(h, k, blocks, set);
   }
   filter.push_back(static_cast<char>(k));
   hashes_.clear();
@@ -125,7 +104,8 @@ void BloomFilterPrefetch(std::string_view filter, const BloomKey& key,
   if (layout != BloomLayout::kCacheLineBlocked || filter.size() < 2) return;
   const uint64_t bytes = filter.size() - 1;
   if (bytes % kBloomBlockBytes != 0) return;
-  const uint64_t block = BlockOf(key.hash(layout), bytes / kBloomBlockBytes);
+  const uint64_t block =
+      BloomBlockOf(key.hash(layout), bytes / kBloomBlockBytes);
   __builtin_prefetch(filter.data() + block * kBloomBlockBytes);
 }
 
@@ -143,7 +123,8 @@ bool BloomFilterMayContain(std::string_view filter, const BloomKey& key,
     ForEachWholeTableProbe(key.hash(layout), k, bytes * 8, test);
   } else {
     if (bytes % kBloomBlockBytes != 0) return true;  // Malformed.
-    ForEachBlockedProbe(key.hash(layout), k, bytes / kBloomBlockBytes, test);
+    ForEachBlockedBloomProbe(key.hash(layout), k, bytes / kBloomBlockBytes,
+                             test);
   }
   return all_set;
 }

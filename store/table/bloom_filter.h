@@ -35,6 +35,29 @@ enum class BloomLayout { kWholeTable, kCacheLineBlocked };
 
 // Bytes per block of a kCacheLineBlocked filter: one cache line.
 inline constexpr size_t kBloomBlockBytes = 64;
+inline constexpr uint64_t kBloomBlockBits = kBloomBlockBytes * 8;
+
+// The kCacheLineBlocked layout, for filters built here and for others that
+// keep the same bits in their own storage (a memtable's, which it sets as
+// rows arrive): the high 32 bits of the hash pick the block (a multiply
+// and a shift map them evenly onto [0, blocks) without a division); the
+// low 32 bits give the k probes, each the top 9 bits of a running product
+// with an odd constant (the 32-bit golden ratio: multiplying by an odd
+// number loses no state and moves low bits up). `fn(bit)` gets each bit's
+// number counted from the filter's start, and returns false to stop.
+inline uint64_t BloomBlockOf(uint64_t hash, uint64_t blocks) {
+  return ((hash >> 32) * blocks) >> 32;
+}
+
+template <typename Fn>
+void ForEachBlockedBloomProbe(uint64_t hash, int k, uint64_t blocks, Fn fn) {
+  const uint64_t base = BloomBlockOf(hash, blocks) * kBloomBlockBits;
+  uint32_t h = static_cast<uint32_t>(hash);
+  for (int i = 0; i < k; ++i) {
+    if (!fn(base + (h >> 23))) return;
+    h *= 0x9e3779b9u;
+  }
+}
 
 class BloomFilterBuilder {
  public:

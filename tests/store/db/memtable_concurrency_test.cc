@@ -25,7 +25,7 @@ TEST(MemTableConcurrencyTest, AVisibleEntrysRowIsInTheFilter) {
       auto it = MemTable::NewIterator(mem);
       for (it->SeekToFirst(); it->Valid(); it->Next()) {
         const std::string_view row_prefix = RowPrefixView(it->key());
-        ASSERT_TRUE(mem->MayHoldRow(MemTable::RowHash(row_prefix)))
+        ASSERT_TRUE(mem->MayHoldRow(BloomKey(row_prefix)))
             << "row of a visible entry not in the filter";
       }
       passes.fetch_add(1);

@@ -257,15 +257,15 @@ TEST(MemTableTest, RowFilterHoldsEveryRowAdded) {
   for (const std::string& k : KeysOfRows(rows)) mem->Add(k, "v");
   for (int r = 0; r < rows; ++r) {
     const std::string row = std::string("row").append(std::to_string(r));
-    ASSERT_TRUE(mem->MayHoldRow(MemTable::RowHash(RowPrefix(7, row)))) << row;
+    ASSERT_TRUE(mem->MayHoldRow(BloomKey(RowPrefix(7, row)))) << row;
   }
   // Rows never added, and the added rows of another table, mostly fail.
   int passed = 0;
   for (int r = 0; r < rows; ++r) {
-    passed += mem->MayHoldRow(MemTable::RowHash(
+    passed += mem->MayHoldRow(BloomKey(
         RowPrefix(7, std::string("absent").append(std::to_string(r)))));
-    passed += mem->MayHoldRow(MemTable::RowHash(
-        RowPrefix(8, std::string("row").append(std::to_string(r)))));
+    passed += mem->MayHoldRow(
+        BloomKey(RowPrefix(8, std::string("row").append(std::to_string(r)))));
   }
   EXPECT_LT(passed, 2 * rows * 5 / 100);
 }

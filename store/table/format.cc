@@ -250,6 +250,15 @@ Result<BlockContents> ReadBlockContents(const RandomAccessFile& file,
   std::string_view data;
   Status s = file.Read(handle.offset, n, &data, buf.data.get());
   if (!s.ok()) return s.WithContext(BlockContext(file_name, handle.offset));
+  if (data.data() != buf.data.get() && !data.empty()) {
+    // In place (mapped): the block is mostly not in the CPU's caches. Ask
+    // for all its lines at once, so their misses overlap; the trailer's,
+    // read first, would otherwise wait alone, then the checksum's.
+    for (size_t line = 0; line < data.size(); line += 64) {
+      __builtin_prefetch(data.data() + line);  // never faults
+    }
+    __builtin_prefetch(data.data() + data.size() - 1);
+  }
   if (data.size() != n) {
     return Status::Corruption(BlockContext(file_name, handle.offset),
                               "truncated block: read " +

@@ -20,6 +20,9 @@ char* Arena::AllocateFallback(size_t bytes) {
   // leaves is under a quarter of it.
   size_t size = next_block_size_;
   while (size < 4 * bytes) size *= 2;
+  // Doubling may pass a maximum that is not a power of two; 4 * bytes is
+  // within it (larger requests took their own block above).
+  size = std::min(size, max_block_size_);
   next_block_size_ = std::min(2 * size, max_block_size_);
   ptr_ = NewBlock(size);
   remaining_ = size;

@@ -2,6 +2,7 @@
 
 #include <lz4.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -183,14 +184,17 @@ BlockBuffer::BlockBuffer(size_t bytes) {
   ThreadBuffers& cache = Buffers();
   std::vector<char*>& list = cache.free[cls];
   if (list.empty()) {
-    data_ = new char[cls * kClassBytes];
-    return;
+    data_ = new char[capacity_];
+  } else {
+    data_ = list.back();
+    list.pop_back();
+    cache.bytes -= capacity_;
   }
-  data_ = list.back();
-  list.pop_back();
-  cache.bytes -= cls * kClassBytes;
 #ifdef TABLETFS_ASAN
-  ASAN_UNPOISON_MEMORY_REGION(data_, cls * kClassBytes);
+  // Only the bytes asked for are addressable, as from new[]: a read past
+  // them is caught, not served from the class's slack.
+  ASAN_UNPOISON_MEMORY_REGION(data_, bytes);
+  ASAN_POISON_MEMORY_REGION(data_ + bytes, capacity_ - bytes);
 #endif
 }
 
@@ -216,16 +220,19 @@ void BlockBuffer::Release() {
   if (cached_ && !t_buffers_gone) {
     ThreadBuffers& cache = Buffers();
     if (cache.bytes + bytes <= kThreadCacheBytes) {
+      cache.free[bytes / kClassBytes].push_back(data_);
 #ifdef TABLETFS_ASAN
       ASAN_POISON_MEMORY_REGION(data_, bytes);
 #endif
-      cache.free[bytes / kClassBytes].push_back(data_);
       cache.bytes += bytes;
       data_ = nullptr;
       capacity_ = 0;
       return;
     }
   }
+#ifdef TABLETFS_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(data_, bytes);  // its slack, if cached_
+#endif
   delete[] data_;
   data_ = nullptr;
   capacity_ = 0;
@@ -252,9 +259,12 @@ Result<BlockContents> ReadBlockContents(const RandomAccessFile& file,
   if (!s.ok()) return s.WithContext(BlockContext(file_name, handle.offset));
   if (data.data() != buf.data.get() && !data.empty()) {
     // In place (mapped): the block is mostly not in the CPU's caches. Ask
-    // for all its lines at once, so their misses overlap; the trailer's,
-    // read first, would otherwise wait alone, then the checksum's.
-    for (size_t line = 0; line < data.size(); line += 64) {
+    // for its lines at once (a block's worth: the CPU keeps only so many
+    // misses in flight, and past them the checksum's reads stream), so
+    // their misses overlap; the trailer's, read first, would otherwise
+    // wait alone, then the checksum's.
+    const size_t ahead = std::min<size_t>(data.size(), 8 << 10);
+    for (size_t line = 0; line < ahead; line += 64) {
       __builtin_prefetch(data.data() + line);  // never faults
     }
     __builtin_prefetch(data.data() + data.size() - 1);

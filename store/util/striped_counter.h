@@ -35,7 +35,9 @@ class StripedCounter {
  private:
   // More stripes than this machine's CPUs; threads beyond share them.
   static constexpr size_t kStripes = 8;
-  struct alignas(64) Slot {
+  // Two cache lines each: CPUs fetch lines in adjacent pairs, so stripes
+  // one line apart would still move between two threads' CPUs.
+  struct alignas(128) Slot {
     std::atomic<uint64_t> value{0};
   };
 

@@ -152,6 +152,20 @@ TEST(ArenaTest, BlocksGrowWithTheArenaAndWasteLittle) {
   EXPECT_LE(arena.MemoryUsage() - before, 20000u + 64);
 }
 
+// A maximum that is not a power of two still bounds every block: doubling
+// from 8 KiB for a 4,100-byte request would make 32 KiB.
+TEST(ArenaTest, NoBlockPassesAMaximumThatIsNotAPowerOfTwo) {
+  const size_t max = 16400;  // memtable_bytes / 64 of a 1,049,600 budget
+  Arena arena(max);
+  size_t last = arena.MemoryUsage();
+  for (int i = 0; i < 50; ++i) {
+    arena.Allocate(i % 2 == 0 ? 4100 : 100);
+    const size_t grew = arena.MemoryUsage() - last;
+    EXPECT_LE(grew, max + 64) << "allocation " << i;
+    last = arena.MemoryUsage();
+  }
+}
+
 TEST(MemTableTest, IteratesKeysInMemcmpOrderWithValues) {
   auto mem = std::make_shared<MemTable>();
   std::map<std::string, std::string> model;

@@ -669,7 +669,12 @@ TEST_F(TabletTest, DeletesAndCompactionMergeTablets) {
         many.size(), few.size(), sorted.size(),
         static_cast<unsigned long long>(stats.tablet_merges -
                                         before.tablet_merges));
-    EXPECT_LE(few.size(), many.size() / 2);
+    // Fewer tablets, by merges; how many fewer depends on where the
+    // background splits fell while the rows went in (8 to 13 tablets, then
+    // 3 to 5 in 40 runs under ASan), so no ratio is asserted. check_idle
+    // below asserts the merge rule itself: no two neighbours are left
+    // that together fall under a quarter of the threshold.
+    EXPECT_LT(few.size(), many.size());
     EXPECT_GT(stats.tablet_merges, before.tablet_merges);
     CheckTabletList(few);
     check_idle(few);

@@ -111,7 +111,8 @@ BlockType EncodeBlock(std::string_view contents, Compression compression,
 // evicts another, which the next miss on the thread takes: no malloc or
 // free per miss, and no free of one thread's chunk by another, which
 // takes the first thread's malloc arena lock (glibc). Under ASan a cached
-// buffer is poisoned until it is handed out again.
+// buffer is poisoned until it is handed out again, and then only the bytes
+// asked for are addressable, not the rest of its class.
 //
 // Thread safety: a buffer is one thread's at a time; the caches are per
 // thread.

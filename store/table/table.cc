@@ -311,7 +311,7 @@ class Table::TwoLevelIterator final : public Iterator {
       read_end_ = handle.offset + handle.size + kBlockTrailerSize;
       if (read_end_ >= dropped_to_ + kDropBytes) DropPagesBefore(read_end_);
     }
-    data_iter_ = Block::NewIterator(std::move(block).value());
+    data_iter_ = std::make_unique<BlockIterator>(std::move(block).value());
     data_offset_ = handle.offset;
     data_end_ = handle.offset + handle.size + kBlockTrailerSize;
   }
@@ -351,7 +351,8 @@ class Table::TwoLevelIterator final : public Iterator {
   const std::shared_ptr<const Table> table_;
   const bool fill_cache_;
   size_t index_pos_;  // The index entry of data_iter_'s block.
-  std::unique_ptr<Iterator> data_iter_;  // Holds its block.
+  // Holds its block. The concrete type: its calls are direct.
+  std::unique_ptr<BlockIterator> data_iter_;
   uint64_t data_offset_ = 0;             // Of data_iter_'s block,
   uint64_t data_end_ = 0;                // and where the next one starts.
   Table::GroupRef group_;                // The group read last.

@@ -1,7 +1,5 @@
 #include "store/table/block.h"
 
-#include <algorithm>
-#include <cassert>
 #include <cstring>
 #include <memory>
 

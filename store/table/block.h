@@ -82,14 +82,6 @@ class Block {
   const uint32_t num_restarts_;
 };
 
-// The iterator over a block, in the header so that a table's iterator,
-// which holds one, calls it directly: a scan steps it for every entry, and
-// the virtual calls of a stack of iterators were a tenth of a scan's time
-// (docs/BENCHMARKS.md, twenty-fourth session).
-//
-// Entries are parsed lazily as the iterator moves; every length is checked
-// against the block's bounds, so a corrupt block yields a Corruption status,
-// never a read outside the block.
 // The current key of a BlockIterator, rebuilt from a shared prefix of the
 // previous one. Keys up to kInline bytes (every key of a typical row) stay in
 // the iterator: a point read makes a few iterators, and an allocation for
@@ -128,6 +120,13 @@ class BlockKeyBuffer {
   size_t size_ = 0;
 };
 
+// The iterator over a block (Block::NewIterator makes one). It is in the
+// header so that a table's iterator, which holds one, calls it directly: a
+// scan steps it for every entry, and the virtual calls of a stack of
+// iterators were a tenth of a scan's time (docs/BENCHMARKS.md,
+// twenty-fourth session). Entries are parsed lazily as the iterator moves;
+// every length is checked against the block's bounds, so a corrupt block
+// yields a Corruption status, never a read outside the block.
 class BlockIterator final : public Iterator {
  public:
   static constexpr uint32_t kPrefetchRestarts = 32;
